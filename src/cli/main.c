@@ -1,0 +1,44 @@
+/* main.c -- the cloudprof binary: dispatches to a subcommand. */
+#include "cli/cp_cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *help;
+} commands[] = {
+    {"serve", cp_cli_serve, "run the collector (agent listener on :1715)"},
+    {"decode", cp_cli_decode, "decode a stream file or a conversation capture to JSON Lines"},
+    {"raw", cp_cli_raw, "print a stored stream file byte-identical to what the agent sent"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: cloudprof COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n'cloudprof COMMAND --help' describes each command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+        printf("cloudprof 0.1.0\n");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "cloudprof: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,132 @@
+/* text.c -- UTF-16BE (Java strings on the wire) to UTF-8, and JSON string escaping. */
+#include "cp_common.h"
+
+static int put_utf8(cp_buf *out, uint32_t cp)
+{
+    uint8_t tmp[4];
+    size_t n;
+    if (cp < 0x80) {
+        tmp[0] = (uint8_t)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        tmp[0] = (uint8_t)(0xC0 | (cp >> 6));
+        tmp[1] = (uint8_t)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        tmp[0] = (uint8_t)(0xE0 | (cp >> 12));
+        tmp[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        tmp[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        tmp[0] = (uint8_t)(0xF0 | (cp >> 18));
+        tmp[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+        tmp[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        tmp[3] = (uint8_t)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    return cp_buf_append(out, tmp, n);
+}
+
+int cp_str16_to_utf8(cp_buf *out, cp_str16 s)
+{
+    if (cp_buf_reserve(out, (size_t)s.n * 3) != CP_OK) return CP_ENOMEM;
+    for (uint32_t i = 0; i < s.n; i++) {
+        uint32_t u = ((uint32_t)s.be[2 * i] << 8) | s.be[2 * i + 1];
+        if (u < 0x80) { /* capacity reserved above: ASCII never reallocates */
+            out->data[out->len++] = (uint8_t)u;
+            continue;
+        }
+        if (u >= 0xD800 && u <= 0xDBFF && i + 1 < s.n) {
+            uint32_t lo = ((uint32_t)s.be[2 * i + 2] << 8) | s.be[2 * i + 3];
+            if (lo >= 0xDC00 && lo <= 0xDFFF) {
+                if (put_utf8(out, 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00)) != CP_OK) return CP_ENOMEM;
+                i++;
+                continue;
+            }
+        }
+        if (u >= 0xD800 && u <= 0xDFFF) u = 0xFFFD; /* unpaired surrogate */
+        if (put_utf8(out, u) != CP_OK) return CP_ENOMEM;
+    }
+    return CP_OK;
+}
+
+int cp_str16_eq_ascii(cp_str16 s, const char *ascii)
+{
+    size_t n = strlen(ascii);
+    if (n != s.n) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s.be[2 * i] != 0 || s.be[2 * i + 1] != (uint8_t)ascii[i]) return 0;
+    return 1;
+}
+
+/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static size_t utf8_seq(const uint8_t *p, size_t left)
+{
+    uint8_t c = p[0];
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
+    else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0F; }
+    else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07; }
+    else return 0;
+    if (left < n) return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
+    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
+    return n;
+}
+
+int cp_json_str(cp_buf *out, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const uint8_t *p = (const uint8_t *)s;
+    if (cp_buf_reserve(out, n + 2) != CP_OK) return CP_ENOMEM;
+    cp_buf_putc(out, '"');
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            if (cp_buf_putc(out, c) != CP_OK) return CP_ENOMEM;
+            i++;
+            continue;
+        }
+        int st = CP_OK;
+        if (c == '"') st = cp_buf_append(out, "\\\"", 2);
+        else if (c == '\\') st = cp_buf_append(out, "\\\\", 2);
+        else if (c == '\n') st = cp_buf_append(out, "\\n", 2);
+        else if (c == '\r') st = cp_buf_append(out, "\\r", 2);
+        else if (c == '\t') st = cp_buf_append(out, "\\t", 2);
+        else if (c < 0x20) {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            st = cp_buf_append(out, e, 6);
+        } else {
+            size_t k = utf8_seq(p + i, n - i);
+            if (k == 0) {
+                st = cp_buf_append(out, "\xEF\xBF\xBD", 3);
+                k = 1;
+            } else {
+                st = cp_buf_append(out, p + i, k);
+            }
+            i += k;
+            if (st != CP_OK) return st;
+            continue;
+        }
+        if (st != CP_OK) return st;
+        i++;
+    }
+    return cp_buf_putc(out, '"');
+}
+
+int cp_json_str16(cp_buf *out, cp_str16 s)
+{
+    cp_buf tmp;
+    cp_buf_init(&tmp);
+    int st = cp_str16_to_utf8(&tmp, s);
+    if (st == CP_OK) st = cp_json_str(out, (const char *)tmp.data, tmp.len);
+    cp_buf_free(&tmp);
+    return st;
+}
