@@ -36,6 +36,13 @@ int cp_dec_parse_trace(cp_dec *d, cp_rd *r)
     for (;;) {
         size_t s = r->pos;
         uint64_t at = d->base + s;
+        /* every record starts clean: no field of a previous event leaks into this one */
+        t.id = 0;
+        t.param_type = 0;
+        t.value.n = 0;
+        t.value.be = NULL;
+        t.ref_file = t.ref_offset = 0;
+        t.time_ms = 0;
         if (!ts->in_chunk) {
             if (cp_rd_left(r) < 16) return CP_OK;
             ts->chunk_offset = at;
@@ -80,11 +87,6 @@ int cp_dec_parse_trace(cp_dec *d, cp_rd *r)
             if (st == CP_AGAIN) goto again;
             delta |= (uint32_t)hi << 5; /* int32 wrap-around, as the writer's arithmetic */
         }
-        t.id = 0;
-        t.param_type = 0;
-        t.value.n = 0;
-        t.value.be = NULL;
-        t.ref_file = t.ref_offset = 0;
         if (type == 0) {
             t.type = CP_TRACE_ENTER;
             st = cp_rd_varint(r, &t.id);
