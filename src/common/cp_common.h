@@ -47,6 +47,10 @@ static inline void cp_buf_reset(cp_buf *b) { b->len = 0; }
 
 /* ---- bounded reader over untrusted bytes ------------------------------------------ */
 
+/* The readers below sit in the decoders' hot loops; inlining them lets the cursor live in
+ * registers (an out-of-line call would force it to memory on every field). */
+#define CP_INLINE static inline __attribute__((always_inline))
+
 typedef struct cp_rd {
     const uint8_t *p;
     size_t len;
@@ -61,7 +65,7 @@ static inline void cp_rd_init(cp_rd *r, const uint8_t *p, size_t len)
 }
 static inline size_t cp_rd_left(const cp_rd *r) { return r->len - r->pos; }
 
-static inline int cp_rd_u8(cp_rd *r, uint8_t *v)
+CP_INLINE int cp_rd_u8(cp_rd *r, uint8_t *v)
 {
     if (r->pos >= r->len) return CP_AGAIN;
     *v = r->p[r->pos++];
@@ -86,14 +90,14 @@ static inline void cp_put_be64(uint8_t *p, uint64_t v)
     cp_put_be32(p + 4, (uint32_t)v);
 }
 
-static inline int cp_rd_i32(cp_rd *r, int32_t *v)
+CP_INLINE int cp_rd_i32(cp_rd *r, int32_t *v)
 {
     if (cp_rd_left(r) < 4) return CP_AGAIN;
     *v = (int32_t)cp_be32(r->p + r->pos);
     r->pos += 4;
     return CP_OK;
 }
-static inline int cp_rd_i64(cp_rd *r, int64_t *v)
+CP_INLINE int cp_rd_i64(cp_rd *r, int64_t *v)
 {
     if (cp_rd_left(r) < 8) return CP_AGAIN;
     *v = (int64_t)cp_be64(r->p + r->pos);
@@ -103,13 +107,29 @@ static inline int cp_rd_i64(cp_rd *r, int64_t *v)
 
 /* varint of the agent's DataOutputStreamEx (protocol.md §1.4): unsigned LEB128 of the
  * 32-bit pattern, at most 5 bytes; the 5th byte's high bit is ignored (Java semantics). */
-static inline int cp_rd_varint(cp_rd *r, int32_t *v)
+CP_INLINE int cp_rd_varint(cp_rd *r, int32_t *v)
 {
     const uint8_t *p = r->p + r->pos;
     size_t left = r->len - r->pos;
-    if (left && p[0] < 0x80) { /* fast path: one byte */
-        *v = p[0];
-        r->pos++;
+    if (left >= 5) { /* enough bytes for the longest form: no per-byte bounds checks */
+        uint32_t b = p[0], acc = b;
+        size_t n = 1;
+        if (b >= 0x80) {
+            acc &= 0x7F;
+            b = p[1]; acc |= (b & 0x7F) << 7; n = 2;
+            if (b >= 0x80) {
+                b = p[2]; acc |= (b & 0x7F) << 14; n = 3;
+                if (b >= 0x80) {
+                    b = p[3]; acc |= (b & 0x7F) << 21; n = 4;
+                    if (b >= 0x80) {
+                        acc |= (uint32_t)p[4] << 28; /* 5th byte: high bit ignored */
+                        n = 5;
+                    }
+                }
+            }
+        }
+        r->pos += n;
+        *v = (int32_t)acc;
         return CP_OK;
     }
     uint32_t acc = 0;
@@ -133,13 +153,18 @@ static inline int cp_rd_varint(cp_rd *r, int32_t *v)
 }
 
 /* varlong (§1.5): standard unsigned LEB128 of 64 bits, at most 10 bytes. */
-static inline int cp_rd_varlong(cp_rd *r, int64_t *v)
+CP_INLINE int cp_rd_varlong(cp_rd *r, int64_t *v)
 {
     const uint8_t *p = r->p + r->pos;
     size_t left = r->len - r->pos;
+    if (left && p[0] < 0x80) {
+        *v = p[0];
+        r->pos++;
+        return CP_OK;
+    }
+    size_t max = left < 10 ? left : 10;
     uint64_t acc = 0;
-    for (size_t i = 0; i < 10; i++) {
-        if (i >= left) return CP_AGAIN;
+    for (size_t i = 0; i < max; i++) {
         uint8_t b = p[i];
         acc |= (uint64_t)(b & 0x7F) << (7 * i);
         if (b < 0x80) {
@@ -148,11 +173,11 @@ static inline int cp_rd_varlong(cp_rd *r, int64_t *v)
             return CP_OK;
         }
     }
-    return CP_EPROTO; /* an 11th byte would be needed: no valid writer does this */
+    return left < 10 ? CP_AGAIN : CP_EPROTO; /* an 11th byte: no valid writer does this */
 }
 
 /* zig-zag varint (§1.6), only the calls time delta. */
-static inline int cp_rd_zigzag(cp_rd *r, int32_t *v)
+CP_INLINE int cp_rd_zigzag(cp_rd *r, int32_t *v)
 {
     int32_t u;
     int st = cp_rd_varint(r, &u);
@@ -170,7 +195,7 @@ typedef struct cp_str16 {
 } cp_str16;
 
 /* varstring (§1.7): varint unit count then 2*n bytes. max_units bounds the count. */
-static inline int cp_rd_str16(cp_rd *r, uint32_t max_units, cp_str16 *s)
+CP_INLINE int cp_rd_str16(cp_rd *r, uint32_t max_units, cp_str16 *s)
 {
     size_t start = r->pos;
     int32_t n;

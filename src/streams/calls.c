@@ -44,6 +44,8 @@ static int add_thread(calls_state *c, cp_str16 name)
     return CP_OK;
 }
 
+static int parse_calls_at(cp_dec *d, cp_rd *r);
+
 static int parse_header(cp_dec *d, cp_rd *r)
 {
     calls_state *c = &d->calls;
@@ -68,7 +70,8 @@ static int parse_header(cp_dec *d, cp_rd *r)
 
 /* One record. CP_AGAIN: incomplete (caller rewinds). Fills rec; params/values point into
  * the state's scratch arrays and the input. */
-static int parse_record(cp_dec *d, cp_rd *r, cp_call_rec *rec, int *new_thread)
+static inline __attribute__((always_inline)) int parse_record(cp_dec *d, cp_rd *r, cp_call_rec *rec,
+                                                              int *new_thread)
 {
     calls_state *c = &d->calls;
     const cp_dec_limits *lim = &d->lim;
@@ -153,7 +156,16 @@ static int parse_record(cp_dec *d, cp_rd *r, cp_call_rec *rec, int *new_thread)
 #undef RD
 }
 
-int cp_dec_parse_calls(cp_dec *d, cp_rd *r)
+int cp_dec_parse_calls(cp_dec *d, cp_rd *rp)
+{
+    cp_rd local = *rp; /* a local cursor stays in registers across the inlined readers */
+    cp_rd *r = &local;
+    int st = parse_calls_at(d, r);
+    rp->pos = local.pos;
+    return st;
+}
+
+static int parse_calls_at(cp_dec *d, cp_rd *r)
 {
     calls_state *c = &d->calls;
     if (!c->header_done) {

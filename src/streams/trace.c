@@ -2,25 +2,114 @@
  * one thread's events ended by 0x03. Chunks have no length, so the decoder keeps the
  * chunk's running state (elapsed time, event index) and parses event by event; a partial
  * event waits for more bytes. committed advances at chunk ends only: a torn chunk is of
- * no use to anyone. */
+ * no use to anyone.
+ *
+ * This is the hottest loop of ingest (most bytes are trace), so the chunk state lives in
+ * locals for the whole call and the record's chunk fields are stored once per chunk. */
 #include "dec_internal.h"
 
-static int emit(cp_dec *d, cp_trace_rec *t, uint64_t at)
+typedef struct trace_loop {
+    cp_dec *d;
+    trace_state *ts;
+    cp_rd r;           /* local cursor: kept in registers */
+    int64_t elapsed;
+    uint32_t index;
+    uint64_t records;
+} trace_loop;
+
+static void save(trace_loop *l)
 {
-    if (d->sink.on_trace && d->sink.on_trace(d->sink.ud, t) != 0)
+    l->ts->elapsed = l->elapsed;
+    l->ts->index = l->index;
+    l->d->records += l->records;
+    l->records = 0;
+}
+
+static int fail(trace_loop *l, int st, uint64_t at, const char *what)
+{
+    save(l);
+    return cp_dec_fail(l->d, st, at, "%s", st == CP_ELIMIT ? "string longer than the limit" : what);
+}
+
+static inline int emit(trace_loop *l, const cp_trace_rec *t, uint64_t at)
+{
+    cp_dec *d = l->d;
+    if (d->sink.on_trace && d->sink.on_trace(d->sink.ud, t) != 0) {
+        save(l);
         return cp_dec_fail(d, CP_EABORT, at, "stopped by the consumer");
-    d->records++;
+    }
+    l->records++;
     return CP_OK;
 }
 
-static int bad(cp_dec *d, int st, uint64_t at, const char *what)
+/* Reads one event's body after its header byte h. CP_AGAIN if incomplete. */
+static inline __attribute__((always_inline)) int read_event(trace_loop *l, uint8_t h, cp_trace_rec *t,
+                                                            int32_t *delta, uint64_t at)
 {
-    return cp_dec_fail(d, st, at, "%s", st == CP_ELIMIT ? "string longer than the limit" : what);
+    cp_rd *r = &l->r;
+    int st;
+    uint32_t dt = (h & 0x7Fu) >> 2;
+    if (h & 0x80u) {
+        int32_t hi;
+        if ((st = cp_rd_varint(r, &hi)) != CP_OK) return st;
+        dt |= (uint32_t)hi << 5; /* int32 wrap-around, as the writer's arithmetic */
+    }
+    *delta = (int32_t)dt;
+    switch (h & 3u) {
+    case 0:
+        t->type = CP_TRACE_ENTER;
+        if ((st = cp_rd_varint(r, &t->id)) != CP_OK) return st;
+        if (t->id < 0) return fail(l, CP_EPROTO, at, "negative method id");
+        return CP_OK;
+    case 1:
+        t->type = CP_TRACE_EXIT;
+        return CP_OK;
+    default:
+        t->type = CP_TRACE_TAG;
+        if ((st = cp_rd_varint(r, &t->id)) != CP_OK) return st;
+        if ((st = cp_rd_u8(r, &t->param_type)) != CP_OK) return st;
+        if (t->id < 0) return fail(l, CP_EPROTO, at, "negative tag id");
+        switch (t->param_type) {
+        case 0:
+        case 2:
+            st = cp_rd_str16(r, l->d->lim.max_string_units, &t->value);
+            if (st < 0) return fail(l, st, at, "malformed tag value");
+            return st;
+        case 1:
+        case 3:
+            if ((st = cp_rd_varint(r, &t->ref_file)) != CP_OK) return st;
+            if ((st = cp_rd_varint(r, &t->ref_offset)) != CP_OK) return st;
+            if (t->ref_file < 0 || t->ref_offset < 0) return fail(l, CP_EPROTO, at, "negative big-value reference");
+            return CP_OK;
+        default:
+            return fail(l, CP_EPROTO, at, "unknown tag param type");
+        }
+    }
 }
 
-int cp_dec_parse_trace(cp_dec *d, cp_rd *r)
+/* Every record starts clean: no field of a previous event leaks into the next one. */
+static inline void clear_event(cp_trace_rec *t)
+{
+    t->id = 0;
+    t->param_type = 0;
+    t->value.n = 0;
+    t->value.be = NULL;
+    t->ref_file = t->ref_offset = 0;
+}
+
+static void chunk_fields(cp_trace_rec *t, const trace_state *ts)
+{
+    t->chunk_offset = ts->chunk_offset;
+    t->thread_id = ts->thread_id;
+    t->chunk_time_ms = ts->chunk_time;
+    t->timer_start_ms = ts->timer_start;
+}
+
+int cp_dec_parse_trace(cp_dec *d, cp_rd *rp)
 {
     trace_state *ts = &d->trace;
+    trace_loop l = {.d = d, .ts = ts, .r = *rp, .elapsed = ts->elapsed, .index = ts->index};
+    cp_rd *r = &l.r;
     cp_trace_rec t;
     int st;
     memset(&t, 0, sizeof t);
@@ -30,103 +119,65 @@ int cp_dec_parse_trace(cp_dec *d, cp_rd *r)
         d->committed = d->base + r->pos;
         t.type = CP_TRACE_HEADER;
         t.timer_start_ms = ts->timer_start;
-        if ((st = emit(d, &t, 0)) != CP_OK) return st;
+        if ((st = emit(&l, &t, 0)) != CP_OK) return st;
+        rp->pos = r->pos;
     }
-    t.timer_start_ms = ts->timer_start;
+    chunk_fields(&t, ts);
     for (;;) {
         size_t s = r->pos;
         uint64_t at = d->base + s;
-        /* every record starts clean: no field of a previous event leaks into this one */
-        t.id = 0;
-        t.param_type = 0;
-        t.value.n = 0;
-        t.value.be = NULL;
-        t.ref_file = t.ref_offset = 0;
-        t.time_ms = 0;
         if (!ts->in_chunk) {
-            if (cp_rd_left(r) < 16) return CP_OK;
+            if (cp_rd_left(r) < 16) break;
             ts->chunk_offset = at;
             ts->thread_id = (int64_t)cp_be64(r->p + s);
             ts->chunk_time = (int64_t)cp_be64(r->p + s + 8);
             r->pos += 16;
             ts->in_chunk = 1;
-            ts->elapsed = 0;
-            ts->index = 0;
+            l.elapsed = 0;
+            l.index = 0;
+            chunk_fields(&t, ts);
             t.type = CP_TRACE_CHUNK_BEGIN;
-            t.chunk_offset = at;
             t.offset = at;
-            t.thread_id = ts->thread_id;
-            t.chunk_time_ms = ts->chunk_time;
             t.index = 0;
-            if ((st = emit(d, &t, at)) != CP_OK) return st;
+            t.time_ms = 0;
+            clear_event(&t);
+            if ((st = emit(&l, &t, at)) != CP_OK) return st;
             continue;
         }
-        if (s >= r->len) return CP_OK;
+        if (s >= r->len) break;
         uint8_t h = r->p[s];
-        unsigned type = h & 3u;
-        t.chunk_offset = ts->chunk_offset;
-        t.thread_id = ts->thread_id;
-        t.chunk_time_ms = ts->chunk_time;
         t.offset = at;
-        t.index = ts->index;
-        if (type == 3) {
-            if (h != 0x03) return cp_dec_fail(d, CP_EPROTO, at, "bad event header byte 0x%02x", h);
+        t.index = l.index;
+        if ((h & 3u) == 3) {
+            if (h != 0x03) return fail(&l, CP_EPROTO, at, "bad event header byte");
             r->pos = s + 1;
             ts->in_chunk = 0;
             d->committed = d->base + r->pos;
             t.type = CP_TRACE_CHUNK_END;
-            t.time_ms = ts->timer_start + ts->elapsed;
-            if ((st = emit(d, &t, at)) != CP_OK) return st;
+            t.time_ms = ts->timer_start + l.elapsed;
+            clear_event(&t);
+            if ((st = emit(&l, &t, at)) != CP_OK) return st;
             continue;
         }
+        clear_event(&t);
         r->pos = s + 1;
-        uint32_t delta = (h & 0x7Fu) >> 2;
-        if (h & 0x80u) {
-            int32_t hi;
-            st = cp_rd_varint(r, &hi);
-            if (st == CP_AGAIN) goto again;
-            delta |= (uint32_t)hi << 5; /* int32 wrap-around, as the writer's arithmetic */
+        int32_t delta;
+        st = read_event(&l, h, &t, &delta, at);
+        if (st == CP_AGAIN) {
+            r->pos = s; /* partial event: wait for more bytes */
+            break;
         }
-        if (type == 0) {
-            t.type = CP_TRACE_ENTER;
-            st = cp_rd_varint(r, &t.id);
-            if (st == CP_AGAIN) goto again;
-            if (t.id < 0) return cp_dec_fail(d, CP_EPROTO, at, "negative method id %d", t.id);
-        } else if (type == 1) {
-            t.type = CP_TRACE_EXIT;
-        } else {
-            t.type = CP_TRACE_TAG;
-            st = cp_rd_varint(r, &t.id);
-            if (st == CP_OK) st = cp_rd_u8(r, &t.param_type);
-            if (st == CP_AGAIN) goto again;
-            if (t.id < 0) return cp_dec_fail(d, CP_EPROTO, at, "negative tag id %d", t.id);
-            switch (t.param_type) {
-            case 0:
-            case 2:
-                st = cp_rd_str16(r, d->lim.max_string_units, &t.value);
-                break;
-            case 1:
-            case 3:
-                st = cp_rd_varint(r, &t.ref_file);
-                if (st == CP_OK) st = cp_rd_varint(r, &t.ref_offset);
-                if (st == CP_OK && (t.ref_file < 0 || t.ref_offset < 0))
-                    return cp_dec_fail(d, CP_EPROTO, at, "negative big-value reference");
-                break;
-            default:
-                return cp_dec_fail(d, CP_EPROTO, at, "unknown tag param type %u", t.param_type);
-            }
-            if (st == CP_AGAIN) goto again;
-            if (st != CP_OK) return bad(d, st, at, "malformed tag");
-        }
-        if (ts->index >= d->lim.max_chunk_events)
+        if (st != CP_OK) return st;
+        if (l.index >= d->lim.max_chunk_events) {
+            save(&l);
             return cp_dec_fail(d, CP_ELIMIT, at, "more than %u events in one chunk", d->lim.max_chunk_events);
-        ts->elapsed += (int32_t)delta;
-        t.time_ms = ts->timer_start + ts->elapsed;
-        ts->index++;
-        if ((st = emit(d, &t, at)) != CP_OK) return st;
-        continue;
-    again:
-        r->pos = s;
-        return CP_OK;
+        }
+        l.elapsed += delta;
+        t.time_ms = ts->timer_start + l.elapsed;
+        l.index++;
+        if ((st = emit(&l, &t, at)) != CP_OK) return st;
     }
+    save(&l);
+    rp->pos = r->pos;
+    return CP_OK;
 }
