@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 /* Largest partial record a decoder buffers while waiting for the rest. */
-#define CP_DEC_MAX_PENDING (64u << 20)
+#define CP_DEC_MAX_PENDING (16u << 20)
 
 typedef struct calls_state {
     int header_done;

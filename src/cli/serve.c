@@ -1,0 +1,321 @@
+/* serve.c -- `cloudprof serve`: options (flags over environment) -> cp_server. */
+#include "cli/cp_cli.h"
+#include "common/cp_fsutil.h"
+#include "server/cp_server.h"
+#include "wire/cp_wire.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static const char usage_text[] =
+    "usage: cloudprof serve [options]\n"
+    "\n"
+    "Runs the collector: accepts profiler agents on the agent port, appends their stream\n"
+    "files to the raw log (<data>/raw/...) and keeps the catalog in <data>/catalog.db.\n"
+    "Each option can also be given by the environment variable shown; a flag wins.\n"
+    "\n"
+    "  --agent-host ADDR        listen address (CLOUDPROF_AGENT_HOST, default 0.0.0.0)\n"
+    "  --agent-port N           agent port, 0 = any free port (CLOUDPROF_AGENT_PORT, default 1715)\n"
+    "  --data DIR               data directory (CLOUDPROF_DATA, default ./data)\n"
+    "  --protocol-version V     handshake reply: 100605 (agent sends 'dictionary') or\n"
+    "                           100705 (agent sends 'posDictionary')\n"
+    "                           (CLOUDPROF_PROTOCOL_VERSION, default 100605)\n"
+    "  --blacklist NS[,NS...]   namespaces to refuse with 88888888; repeatable\n"
+    "                           (CLOUDPROF_BLACKLIST, default none)\n"
+    "  --rotation KIND=PERIOD_MS:SIZE_BYTES[,KIND=...]\n"
+    "                           rotation period/size answered to INIT, per stream; KIND is a\n"
+    "                           stream name (trace, calls, xml, sql, dictionary, posDictionary,\n"
+    "                           suspend, params, gc, td, top, heap) or 'all'; 0 = none;\n"
+    "                           repeatable, later wins (CLOUDPROF_ROTATION; default\n"
+    "                           3600000:2097152 for data streams, 0:0 for dictionary,\n"
+    "                           posDictionary and params)\n"
+    "  --idle-timeout SEC       close agents silent this long, 0 = never\n"
+    "                           (CLOUDPROF_IDLE_TIMEOUT, default 120)\n"
+    "  --max-connections N      refuse connections beyond N (CLOUDPROF_MAX_CONNECTIONS,\n"
+    "                           default 20000)\n"
+    "  --log-level LEVEL        error, warn, info or debug (CLOUDPROF_LOG_LEVEL, default info)\n"
+    "  --ready-file FILE        once listening, atomically write 'agent_port=N' to FILE\n"
+    "                           (CLOUDPROF_READY_FILE)\n"
+    "  --help                   this text\n"
+    "\n"
+    "SIGINT/SIGTERM stop gracefully: files are synced and closed, the catalog committed.\n";
+
+typedef struct serve_opts {
+    cp_server_config cfg;
+    const char *ready_file;
+    const char **blacklist; /* points into argv / environ strings split in place */
+    size_t nblacklist;
+    char *lists[64];        /* strdup'd comma lists we split, freed at exit */
+    size_t nlists;
+    int blacklist_from_flag;
+} serve_opts;
+
+static void opts_free(serve_opts *o)
+{
+    for (size_t i = 0; i < o->nlists; i++) free(o->lists[i]);
+    free(o->blacklist);
+}
+
+/* ---- value parsers ------------------------------------------------------------------- */
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    if (!*s || strlen(s) > 19) return CP_EINVAL;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') return CP_EINVAL;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v > max) return CP_EINVAL;
+    *out = v;
+    return CP_OK;
+}
+
+static int parse_level(const char *s, int *out)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(s, names[i])) {
+            *out = i;
+            return CP_OK;
+        }
+    if (!strcasecmp(s, "warning")) {
+        *out = CP_LOG_WARN;
+        return CP_OK;
+    }
+    return CP_EINVAL;
+}
+
+/* Keeps a writable copy of a comma list so its items can be split in place. */
+static char *keep_copy(serve_opts *o, const char *s)
+{
+    if (o->nlists == CP_ARRAY_LEN(o->lists)) return NULL;
+    char *d = strdup(s);
+    if (d) o->lists[o->nlists++] = d;
+    return d;
+}
+
+static int add_blacklist(serve_opts *o, const char *list, char *why, size_t whylen)
+{
+    char *copy = keep_copy(o, list);
+    if (!copy) {
+        snprintf(why, whylen, "too many --blacklist values");
+        return CP_EINVAL;
+    }
+    for (char *save = NULL, *ns = strtok_r(copy, ",", &save); ns; ns = strtok_r(NULL, ",", &save)) {
+        const char **b = realloc(o->blacklist, (o->nblacklist + 1) * sizeof *b);
+        if (!b) return CP_ENOMEM;
+        o->blacklist = b;
+        b[o->nblacklist++] = ns;
+    }
+    return CP_OK;
+}
+
+/* KIND=PERIOD_MS:SIZE_BYTES[,KIND=...] */
+static int add_rotation(serve_opts *o, const char *spec, char *why, size_t whylen)
+{
+    char *copy = keep_copy(o, spec);
+    if (!copy) {
+        snprintf(why, whylen, "too many --rotation values");
+        return CP_EINVAL;
+    }
+    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '='), *colon = eq ? strchr(eq, ':') : NULL;
+        uint64_t period, size;
+        if (!eq || !colon) {
+            snprintf(why, whylen, "rotation '%s' is not KIND=PERIOD_MS:SIZE_BYTES", item);
+            return CP_EINVAL;
+        }
+        *eq = *colon = 0;
+        if (parse_u64(eq + 1, INT64_MAX, &period) != CP_OK || parse_u64(colon + 1, INT64_MAX, &size) != CP_OK) {
+            snprintf(why, whylen, "rotation for '%s': period and size must be non-negative integers", item);
+            return CP_EINVAL;
+        }
+        int all = !strcasecmp(item, "all");
+        cp_stream_kind kind = all ? CP_STREAM_UNKNOWN : cp_stream_kind_parse(item);
+        if (!all && kind == CP_STREAM_UNKNOWN) {
+            snprintf(why, whylen, "rotation: unknown stream '%s'", item);
+            return CP_EINVAL;
+        }
+        for (int k = CP_STREAM_TRACE; k < CP_STREAM_KIND_COUNT; k++) {
+            if (!all && k != (int)kind) continue;
+            o->cfg.rotation_period_ms[k] = (int64_t)period;
+            o->cfg.rotation_size[k] = (int64_t)size;
+        }
+    }
+    return CP_OK;
+}
+
+/* ---- options --------------------------------------------------------------------------- */
+
+enum { OPT_HOST, OPT_PORT, OPT_DATA, OPT_VERSION, OPT_BLACKLIST, OPT_ROTATION, OPT_IDLE, OPT_MAXCONN, OPT_LOG, OPT_READY };
+
+static const struct {
+    const char *flag;
+    const char *env;
+} options[] = {
+    [OPT_HOST] = {"--agent-host", "CLOUDPROF_AGENT_HOST"},
+    [OPT_PORT] = {"--agent-port", "CLOUDPROF_AGENT_PORT"},
+    [OPT_DATA] = {"--data", "CLOUDPROF_DATA"},
+    [OPT_VERSION] = {"--protocol-version", "CLOUDPROF_PROTOCOL_VERSION"},
+    [OPT_BLACKLIST] = {"--blacklist", "CLOUDPROF_BLACKLIST"},
+    [OPT_ROTATION] = {"--rotation", "CLOUDPROF_ROTATION"},
+    [OPT_IDLE] = {"--idle-timeout", "CLOUDPROF_IDLE_TIMEOUT"},
+    [OPT_MAXCONN] = {"--max-connections", "CLOUDPROF_MAX_CONNECTIONS"},
+    [OPT_LOG] = {"--log-level", "CLOUDPROF_LOG_LEVEL"},
+    [OPT_READY] = {"--ready-file", "CLOUDPROF_READY_FILE"},
+};
+
+/* Applies one option value; `source` names the flag or variable in messages. */
+static int apply(serve_opts *o, int opt, const char *v, const char *source, char *why, size_t whylen)
+{
+    uint64_t n;
+    int st = CP_OK;
+    switch (opt) {
+    case OPT_HOST: o->cfg.host = v; break;
+    case OPT_DATA: o->cfg.data_dir = v; break;
+    case OPT_READY: o->ready_file = v; break;
+    case OPT_PORT:
+        if ((st = parse_u64(v, 65535, &n)) == CP_OK) o->cfg.port = (int)n;
+        else snprintf(why, whylen, "%s: '%s' is not a port number (0-65535)", source, v);
+        break;
+    case OPT_VERSION:
+        if (parse_u64(v, INT64_MAX, &n) == CP_OK && (n == CP_PROTOCOL_V2 || n == CP_PROTOCOL_V3)) {
+            o->cfg.protocol_version = (int64_t)n;
+        } else {
+            snprintf(why, whylen, "%s: '%s' is not supported; use %d (dictionary) or %d (posDictionary)", source, v,
+                     CP_PROTOCOL_V2, CP_PROTOCOL_V3);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_BLACKLIST: st = add_blacklist(o, v, why, whylen); break;
+    case OPT_ROTATION: st = add_rotation(o, v, why, whylen); break;
+    case OPT_IDLE:
+        if ((st = parse_u64(v, UINT32_MAX / 1000, &n)) == CP_OK) o->cfg.idle_timeout_ms = (uint32_t)(n * 1000);
+        else snprintf(why, whylen, "%s: '%s' is not a number of seconds", source, v);
+        break;
+    case OPT_MAXCONN:
+        if ((st = parse_u64(v, 10000000, &n)) == CP_OK && n > 0) o->cfg.max_connections = (uint32_t)n;
+        else {
+            snprintf(why, whylen, "%s: '%s' is not a connection count (1-10000000)", source, v);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_LOG:
+        if ((st = parse_level(v, &o->cfg.log_level)) != CP_OK)
+            snprintf(why, whylen, "%s: '%s' is not one of error, warn, info, debug", source, v);
+        break;
+    }
+    return st;
+}
+
+static int apply_env(serve_opts *o, char *why, size_t whylen)
+{
+    for (int i = 0; i < (int)CP_ARRAY_LEN(options); i++) {
+        const char *v = getenv(options[i].env);
+        if (v && *v) {
+            int st = apply(o, i, v, options[i].env, why, whylen);
+            if (st != CP_OK) return st;
+        }
+    }
+    return CP_OK;
+}
+
+static int apply_flags(serve_opts *o, int argc, char **argv, char *why, size_t whylen)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val = NULL;
+        int opt = -1;
+        for (int k = 0; k < (int)CP_ARRAY_LEN(options) && opt < 0; k++) {
+            size_t fl = strlen(options[k].flag);
+            if (strncmp(arg, options[k].flag, fl) != 0) continue;
+            if (arg[fl] == '=') val = arg + fl + 1, opt = k;
+            else if (arg[fl] == 0) opt = k;
+        }
+        if (opt < 0) {
+            snprintf(why, whylen, "unknown option '%s'", arg);
+            return CP_EINVAL;
+        }
+        if (!val) {
+            if (i + 1 >= argc) {
+                snprintf(why, whylen, "%s needs a value", options[opt].flag);
+                return CP_EINVAL;
+            }
+            val = argv[++i];
+        }
+        if (opt == OPT_BLACKLIST && !o->blacklist_from_flag) { /* flags replace the env list */
+            o->blacklist_from_flag = 1;
+            o->nblacklist = 0;
+        }
+        int st = apply(o, opt, val, options[opt].flag, why, whylen);
+        if (st != CP_OK) return st;
+    }
+    return CP_OK;
+}
+
+/* ---- running ----------------------------------------------------------------------------- */
+
+static void log_line(void *ud, int level, const char *msg)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+    fprintf(stderr, "cloudprof: %s.%03ldZ %s: %s\n", when, ts.tv_nsec / 1000000, names[level & 3], msg);
+}
+
+static int write_ready_file(const char *path, int port)
+{
+    char text[32];
+    int n = snprintf(text, sizeof text, "agent_port=%d\n", port);
+    return cp_write_file_atomic(path, text, (size_t)n);
+}
+
+int cp_cli_serve(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage_text, stdout);
+            return 0;
+        }
+    serve_opts o;
+    memset(&o, 0, sizeof o);
+    cp_server_config_default(&o.cfg);
+    char why[256] = "";
+    int st = apply_env(&o, why, sizeof why);
+    if (st == CP_OK) st = apply_flags(&o, argc, argv, why, sizeof why);
+    if (st != CP_OK) {
+        fprintf(stderr, "cloudprof serve: %s\n\n%s", why[0] ? why : cp_strstatus(st), usage_text);
+        opts_free(&o);
+        return 2;
+    }
+    o.cfg.blacklist = o.blacklist;
+    o.cfg.nblacklist = o.nblacklist;
+    o.cfg.log = log_line;
+
+    cp_server *srv;
+    char err[512];
+    if (cp_server_open(&o.cfg, &srv, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof serve: %s\n", err);
+        opts_free(&o);
+        return 1;
+    }
+    fprintf(stderr, "cloudprof: agent listener on %s:%d, data %s\n", o.cfg.host, cp_server_port(srv), o.cfg.data_dir);
+    if (o.ready_file && write_ready_file(o.ready_file, cp_server_port(srv)) != CP_OK) {
+        fprintf(stderr, "cloudprof serve: cannot write ready file %s: %s\n", o.ready_file, strerror(errno));
+        cp_server_close(srv);
+        opts_free(&o);
+        return 1;
+    }
+    cp_server_run(srv);
+    cp_server_close(srv);
+    opts_free(&o);
+    return 0;
+}

@@ -1,0 +1,412 @@
+/* conn.c -- one agent TCP connection: input buffering, reply flushing, back-pressure and
+ * the close sequence.
+ *
+ * Input: libuv reads into the server's one shared buffer; complete commands are parsed
+ * straight from it and only a trailing partial command (or input that arrives while the
+ * connection waits for a sync) is copied into c->in. Output: replies collect in c->out
+ * and leave with uv_try_write after each read's commands are processed, so acks go out
+ * within the loop iteration; what the kernel does not take goes into one owned uv_write.
+ *
+ * Close: finalize files -> (sync batch if anything is unsynced) -> flush replies ->
+ * uv_shutdown -> read and discard until the peer closes (bounded by the sweep) ->
+ * uv_close -> free. A connection in a sync batch is never freed; see conn_release.
+ */
+#include "server_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct write_req {
+    uv_write_t req;
+    cp_conn *c;
+    size_t len;
+    uint8_t data[];
+} write_req;
+
+static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+static void hard_close(cp_conn *c, const char *why);
+
+static uv_stream_t *stream_of(cp_conn *c) { return (uv_stream_t *)&c->tcp; }
+
+/* ---- reading on/off ----------------------------------------------------------------------- */
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    cp_conn *c = h->data;
+    buf->base = (char *)c->srv->rbuf;
+    buf->len = CP_SRV_READ_BUF;
+}
+
+/* One place decides whether we read: not after EOF, not while replies pile up (the peer
+ * is not reading), not while a sync stash is large, and while closing only to drain. */
+static void update_reading(cp_conn *c)
+{
+    int want;
+    if (c->closed || c->eof) want = 0;
+    else if (c->state == CONN_CLOSING) want = c->shut == 2;
+    else want = c->write_queued + c->out.len <= CP_SRV_WRITE_HIGH && c->in.len <= CP_SRV_STASH_HIGH;
+    if (want && !c->reading) {
+        if (uv_read_start(stream_of(c), alloc_cb, read_cb) == 0) c->reading = 1;
+        else hard_close(c, "cannot read");
+    } else if (!want && c->reading) {
+        uv_read_stop(stream_of(c));
+        c->reading = 0;
+    }
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+void cp_conn_reply(cp_conn *c, const void *p, size_t n)
+{
+    if (c->closed) return;
+    if (cp_buf_append(&c->out, p, n) != CP_OK) hard_close(c, "out of memory for replies");
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+    write_req *w = (write_req *)req;
+    cp_conn *c = w->c;
+    free(w);
+    c->writing = 0;
+    c->write_queued = 0;
+    if (c->closed) return;
+    if (status < 0) {
+        hard_close(c, uv_strerror(status));
+        return;
+    }
+    cp_conn_flush(c);
+    update_reading(c);
+}
+
+void cp_conn_flush(cp_conn *c)
+{
+    if (c->closed || c->writing || c->out.len == 0) return;
+    uv_buf_t b = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
+    int r = uv_try_write(stream_of(c), &b, 1);
+    if (r == UV_EAGAIN || r == UV_ENOSYS) r = 0;
+    if (r < 0) {
+        hard_close(c, uv_strerror(r));
+        return;
+    }
+    cp_buf_consume(&c->out, (size_t)r);
+    if (c->out.len) { /* the kernel is full: hand the rest to libuv in one owned buffer */
+        write_req *w = malloc(sizeof *w + c->out.len);
+        if (!w) {
+            hard_close(c, "out of memory for replies");
+            return;
+        }
+        w->c = c;
+        w->len = c->out.len;
+        memcpy(w->data, c->out.data, w->len);
+        b = uv_buf_init((char *)w->data, (unsigned)w->len);
+        r = uv_write(&w->req, stream_of(c), &b, 1, write_cb);
+        if (r != 0) {
+            free(w);
+            hard_close(c, uv_strerror(r));
+            return;
+        }
+        c->writing = 1;
+        c->write_queued = w->len;
+    }
+    cp_buf_free(&c->out); /* idle connections hold no output buffer */
+    update_reading(c);
+}
+
+/* ---- input -------------------------------------------------------------------------------- */
+
+/* Parses and handles complete commands from p[0..n) while the connection is active.
+ * Returns the bytes consumed. */
+static size_t process(cp_conn *c, const uint8_t *p, size_t n)
+{
+    size_t off = 0;
+    while (c->state == CONN_ACTIVE && off < n) {
+        cp_cmd cmd;
+        size_t used;
+        int st = cp_wire_parse(p + off, n - off, &cmd, &used);
+        if (st == CP_AGAIN) break;
+        if (st != CP_OK) {
+            cp_conn_fail(c, "%s (command byte 0x%02x)", cp_wire_strerror(st), p[off]);
+            break;
+        }
+        if (cp_proto_handle(c, &cmd) == CP_PROTO_RETRY) break;
+        off += used;
+    }
+    return off;
+}
+
+static void stash(cp_conn *c, const uint8_t *p, size_t n)
+{
+    if (n && cp_buf_append(&c->in, p, n) != CP_OK) hard_close(c, "out of memory for input");
+}
+
+/* New bytes from the socket (p aliases the shared read buffer). */
+static void input(cp_conn *c, const uint8_t *p, size_t n)
+{
+    if (c->state == CONN_ACTIVE && c->in.len) {
+        /* complete the buffered partial command with just enough new bytes */
+        size_t old = c->in.len;
+        size_t take = n < CP_WIRE_MAX_CMD ? n : CP_WIRE_MAX_CMD;
+        stash(c, p, take);
+        if (c->closed) return;
+        size_t k = process(c, c->in.data, c->in.len);
+        if (k >= old) { /* the partial is done; the rest is still in p */
+            cp_buf_reset(&c->in);
+            p += k - old;
+            n -= k - old;
+        } else {
+            cp_buf_consume(&c->in, k);
+            p += take;
+            n -= take;
+        }
+    }
+    if (c->state == CONN_ACTIVE && c->in.len == 0) {
+        size_t k = process(c, p, n);
+        p += k;
+        n -= k;
+    }
+    if (c->state != CONN_CLOSING) stash(c, p, n); /* a partial command, or input held during a sync */
+    if (c->in.len == 0) cp_buf_free(&c->in);
+}
+
+static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+    cp_conn *c = st->data;
+    if (nread == 0 || c->closed) return;
+    if (nread < 0) {
+        c->eof = 1;
+        update_reading(c);
+        if (c->state == CONN_CLOSING) hard_close(c, NULL); /* drained: the peer is gone */
+        else if (c->state == CONN_ACTIVE)
+            cp_conn_close(c, nread != UV_EOF ? uv_strerror((int)nread) : c->in.len ? "peer closed mid-command" : "peer closed");
+        /* CONN_WAIT_SYNC: handled when the sync is done (stashed commands come first) */
+        return;
+    }
+    c->last_io_ms = uv_now(&c->srv->loop);
+    if (c->state == CONN_CLOSING) return; /* lingering: discard */
+    input(c, (const uint8_t *)buf->base, (size_t)nread);
+    cp_conn_flush(c);
+    update_reading(c);
+}
+
+/* Runs the commands stashed while the connection waited for a sync. */
+static void resume(cp_conn *c)
+{
+    c->state = CONN_ACTIVE;
+    if (c->in.len) {
+        size_t k = process(c, c->in.data, c->in.len);
+        if (c->state != CONN_CLOSING) cp_buf_consume(&c->in, k);
+        if (c->in.len == 0) cp_buf_free(&c->in);
+    }
+    if (c->state == CONN_ACTIVE && c->eof) cp_conn_close(c, c->in.len ? "peer closed mid-command" : "peer closed");
+    cp_conn_flush(c);
+    update_reading(c);
+}
+
+/* ---- close sequence ------------------------------------------------------------------------ */
+
+static void conn_release(cp_conn *c)
+{
+    if (c->in_batch || !c->handle_gone) return; /* the batch or libuv still uses it */
+    cp_server *s = c->srv;
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) {
+        if (!c->slots[i].file) continue;
+        cp_sfile_finalize(c->slots[i].file);
+        cp_sfile_free(c->slots[i].file);
+    }
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    s->nconns--;
+    cp_rawlog_restart_free(&c->restart);
+    cp_proto_free_ident(c);
+    cp_buf_free(&c->in);
+    cp_buf_free(&c->out);
+    free(c);
+    cp_srv_maybe_finish(s);
+}
+
+static void close_cb(uv_handle_t *h)
+{
+    cp_conn *c = h->data;
+    c->handle_gone = 1;
+    conn_release(c);
+}
+
+/* Closes the socket now (queued replies are dropped). why != NULL is logged. */
+static void hard_close(cp_conn *c, const char *why)
+{
+    if (c->closed) return;
+    if (why) cp_srv_log(c->srv, CP_LOG_INFO, "%s: connection dropped: %s", c->peer, why);
+    c->closed = 1;
+    c->reading = 0;
+    c->state = CONN_CLOSING; /* stops command processing in a caller's loop */
+    uv_close((uv_handle_t *)&c->tcp, close_cb);
+}
+
+static void shutdown_cb(uv_shutdown_t *req, int status)
+{
+    cp_conn *c = req->data;
+    free(req);
+    if (c->closed) return;
+    if (status < 0 || c->eof || c->srv->stopping) {
+        hard_close(c, NULL);
+        return;
+    }
+    /* our FIN is out; read until the peer's, so unread input cannot turn into an RST
+     * that destroys the replies still in flight */
+    c->shut = 2;
+    update_reading(c);
+}
+
+/* Replies are flushed, then the write side is shut down once libuv has written them. */
+static void conn_shutdown(cp_conn *c)
+{
+    cp_conn_flush(c);
+    if (c->closed) return;
+    uv_shutdown_t *req = malloc(sizeof *req);
+    if (!req) {
+        hard_close(c, NULL);
+        return;
+    }
+    req->data = c;
+    c->shut = 1;
+    if (uv_shutdown(req, stream_of(c), shutdown_cb) != 0) {
+        free(req);
+        hard_close(c, NULL);
+    }
+}
+
+static const char *pod_label(const cp_conn *c) { return c->identified ? c->pod.pod_id : "(not identified)"; }
+
+void cp_conn_close(cp_conn *c, const char *reason)
+{
+    if (c->state == CONN_CLOSING || c->closed) return;
+    if (c->in_batch) { /* the batch still needs its fds: close when it is done */
+        if (!c->close_reason) c->close_reason = reason;
+        return;
+    }
+    c->state = CONN_CLOSING;
+    c->closing_since = uv_now(&c->srv->loop);
+    update_reading(c);
+    cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: connection closed (%s)", c->peer, pod_label(c), reason);
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
+        if (c->slots[i].file) cp_sfile_finalize(c->slots[i].file);
+    if (c->identified && cp_catalog_pod_touch(c->srv->catalog, &c->pod, cp_now_ms()) != CP_OK)
+        cp_srv_log(c->srv, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(c->srv->catalog));
+    if (cp_conn_has_unsynced(c) && cp_sync_join(c, 0) == CP_OK) return; /* shut down after the sync */
+    conn_shutdown(c);
+}
+
+void cp_conn_fail(cp_conn *c, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cp_srv_log(c->srv, CP_LOG_WARN, "%s: pod %s: protocol error: %s; replying 0xFF", c->peer, pod_label(c), msg);
+    uint8_t ff = CP_ACK_ERROR;
+    cp_conn_reply(c, &ff, 1); /* after every earlier reply, so the agent's ack count stays right */
+    cp_conn_close(c, "protocol error");
+}
+
+void cp_conn_sync_done(cp_conn *c, int err)
+{
+    if (c->handle_gone) {
+        conn_release(c);
+        return;
+    }
+    if (c->closed) return;
+    if (c->state == CONN_CLOSING) { /* the final sync of a close */
+        conn_shutdown(c);
+        return;
+    }
+    c->state = CONN_ACTIVE;
+    if (err) {
+        cp_conn_fail(c, "fsync failed: %s", strerror(err));
+        cp_conn_flush(c);
+        return;
+    }
+    if (c->close_reason) {
+        const char *why = c->close_reason;
+        c->close_reason = NULL;
+        cp_conn_close(c, why);
+        return;
+    }
+    if (c->sync_ack) {
+        uint8_t ok = CP_ACK_OK;
+        cp_conn_reply(c, &ok, 1);
+    }
+    resume(c);
+}
+
+/* ---- accept / sweep ------------------------------------------------------------------------- */
+
+static void peer_name(cp_conn *c)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    char ip[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            uv_ip6_name(a, ip, sizeof ip);
+            port = ntohs(a->sin6_port);
+            snprintf(c->peer, sizeof c->peer, "[%s]:%d", ip, port);
+            return;
+        }
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        uv_ip4_name(a, ip, sizeof ip);
+        port = ntohs(a->sin_port);
+    }
+    snprintf(c->peer, sizeof c->peer, "%s:%d", ip, port);
+}
+
+static void free_unaccepted(uv_handle_t *h) { free(h->data); }
+
+void cp_conn_accept(cp_server *s)
+{
+    cp_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        cp_srv_log(s, CP_LOG_ERROR, "out of memory accepting a connection");
+        return;
+    }
+    c->srv = s;
+    uv_tcp_init(&s->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept((uv_stream_t *)&s->listener, stream_of(c)) != 0) {
+        uv_close((uv_handle_t *)&c->tcp, free_unaccepted);
+        return;
+    }
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) c->slots[i].last_seq = -1;
+    c->accept_ms = cp_now_ms();
+    c->last_io_ms = uv_now(&s->loop);
+    peer_name(c);
+    if (s->cfg->max_connections && s->nconns > s->cfg->max_connections) {
+        cp_srv_log(s, CP_LOG_WARN, "%s: refused: %zu connections is the maximum", c->peer, (size_t)s->cfg->max_connections);
+        c->state = CONN_CLOSING;
+        hard_close(c, NULL);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1); /* acks are single bytes: never hold them back */
+    uv_tcp_keepalive(&c->tcp, 1, 60);
+    cp_srv_log(s, CP_LOG_DEBUG, "%s: connection accepted", c->peer);
+    update_reading(c);
+}
+
+void cp_conn_sweep(cp_conn *c, uint64_t now)
+{
+    if (c->closed || c->in_batch) return;
+    if (c->state == CONN_CLOSING) {
+        if (now - c->closing_since >= CP_SRV_LINGER_MS) hard_close(c, NULL);
+        return;
+    }
+    uint32_t idle = c->srv->cfg->idle_timeout_ms;
+    if (idle && now - c->last_io_ms >= idle) cp_conn_close(c, "idle timeout");
+}

@@ -1,0 +1,58 @@
+/* cp_server.h -- the agent listener: protocol.md §3 over libuv, storing stream bytes in
+ * the raw log and decoded metadata in the catalog.
+ *
+ * Usage: cp_server_config_default(), adjust, cp_server_open() (binds the listener and
+ * opens the catalog), cp_server_port(), cp_server_run() (returns after SIGINT/SIGTERM or
+ * cp_server_stop(), with every connection finalized and the catalog committed),
+ * cp_server_close().
+ */
+#ifndef CP_SERVER_H
+#define CP_SERVER_H
+
+#include "common/cp_common.h"
+#include "streams/cp_streams.h"
+
+#include <stdint.h>
+
+enum { CP_LOG_ERROR = 0, CP_LOG_WARN = 1, CP_LOG_INFO = 2, CP_LOG_DEBUG = 3 };
+
+/* Receives one formatted line (no trailing newline). Called on the loop thread only. */
+typedef void (*cp_server_log_fn)(void *ud, int level, const char *msg);
+
+typedef struct cp_server_config {
+    const char *host;                 /* bind address, default "0.0.0.0" (IPv6 if it has ':') */
+    int port;                         /* default 1715; 0 = ephemeral (see cp_server_port) */
+    const char *data_dir;             /* default "./data" */
+    int64_t protocol_version;         /* handshake reply: 100605 (default) or 100705 */
+    const char *const *blacklist;     /* namespaces refused with 88888888 */
+    size_t nblacklist;
+    int64_t rotation_period_ms[CP_STREAM_KIND_COUNT]; /* INIT reply, per stream kind */
+    int64_t rotation_size[CP_STREAM_KIND_COUNT];
+    uint32_t max_connections;         /* default 20000 */
+    uint32_t idle_timeout_ms;         /* default 120000; 0 = never */
+    cp_server_log_fn log;             /* NULL = silent */
+    void *log_ud;
+    int log_level;                    /* CP_LOG_*, default CP_LOG_INFO */
+} cp_server_config;
+
+/* Fills the defaults above; rotation 3600000 ms / 2097152 bytes for the data streams and
+ * 0/0 for dictionary, posDictionary and params (as in the reference capture). */
+void cp_server_config_default(cp_server_config *cfg);
+
+typedef struct cp_server cp_server;
+
+/* Raises RLIMIT_NOFILE, creates the data directory, opens <data>/catalog.db, binds and
+ * listens. The config (and the strings it points to) must outlive the server. On
+ * failure returns a negative status and err says why. */
+int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size_t errlen);
+/* The bound TCP port (the real one when cfg->port was 0). */
+int cp_server_port(const cp_server *s);
+/* Runs the event loop until stopped. Installs SIGINT/SIGTERM handlers that stop it
+ * gracefully. Returns CP_OK. */
+int cp_server_run(cp_server *s);
+/* Graceful stop from the loop thread: stop accepting, finalize connections (sync and
+ * close files), commit the catalog; cp_server_run then returns. */
+void cp_server_stop(cp_server *s);
+void cp_server_close(cp_server *s);
+
+#endif

@@ -1,0 +1,261 @@
+/* proto.c -- the agent commands (protocol.md §3, matrix §3.11, checklist §8).
+ *
+ * Each handler either answers (replies are appended to the connection's output and
+ * flushed after the read's commands are processed) or fails the connection with 0xFF.
+ * Acks: exactly one byte per RCV_DATA and per REQUEST_ACK_FLUSH, in order, only 0x00
+ * or 0xFF. Nothing is ever sent unsolicited.
+ */
+#include "server_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static const uint8_t ack_ok = CP_ACK_OK;
+
+/* ---- identification ------------------------------------------------------------------------ */
+
+static int is_blacklisted(const cp_server *s, cp_field ns)
+{
+    for (size_t i = 0; i < s->cfg->nblacklist; i++) {
+        const char *b = s->cfg->blacklist[i];
+        if (strlen(b) == ns.n && !memcmp(b, ns.p, ns.n)) return 1;
+    }
+    return 0;
+}
+
+void cp_proto_free_ident(cp_conn *c)
+{
+    free(c->ident);
+    c->ident = NULL;
+}
+
+/* Copies a field as a C string into *at (a NUL inside the field ends the catalog text;
+ * the raw log path still escapes the full bytes). */
+static const char *put_str(char **at, cp_field f)
+{
+    char *s = *at;
+    memcpy(s, f.p, f.n);
+    s[f.n] = 0;
+    *at += f.n + 1;
+    return s;
+}
+
+/* Makes the connection a pod restart: its raw log directory and catalog rows. */
+static int identify(cp_conn *c, cp_field ns, cp_field service, cp_field pod)
+{
+    cp_server *s = c->srv;
+    char *b = malloc((size_t)ns.n + service.n + pod.n + ns.n + 1 + pod.n + 4);
+    if (!b) return CP_ENOMEM;
+    c->ident = b;
+    c->pod.ns = put_str(&b, ns);
+    c->pod.service = put_str(&b, service);
+    c->pod.pod = put_str(&b, pod);
+    c->pod.pod_id = b;
+    memcpy(b, ns.p, ns.n);
+    b[ns.n] = '/';
+    memcpy(b + ns.n + 1, pod.p, pod.n);
+    b[ns.n + 1 + pod.n] = 0;
+    int st = cp_rawlog_restart_create(s->cfg->data_dir, (const char *)ns.p, ns.n, (const char *)pod.p, pod.n,
+                                      c->accept_ms, &c->restart);
+    if (st != CP_OK) {
+        cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: cannot create its raw log directory: %s", c->peer, c->pod.pod_id,
+                   st == CP_ELIMIT ? "name too long" : strerror(errno));
+        cp_proto_free_ident(c);
+        return st;
+    }
+    c->pod.restart_ms = c->restart.restart_ms;
+    c->touched_ms = cp_now_ms();
+    if (cp_catalog_pod_register(s->catalog, &c->pod, c->touched_ms) != CP_OK)
+        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    c->identified = 1;
+    cp_srv_log(s, CP_LOG_INFO, "%s: pod %s (service %s) connected, restart %lld", c->peer, c->pod.pod_id,
+               c->pod.service, (long long)c->pod.restart_ms);
+    return CP_OK;
+}
+
+static int need_identified(cp_conn *c, const cp_cmd *cmd)
+{
+    if (c->identified) return 1;
+    cp_conn_fail(c, "%s before the handshake", cp_wire_cmd_name(cmd->type));
+    return 0;
+}
+
+/* ---- 0x14 handshake, 0x08 legacy version ------------------------------------------------------ */
+
+static int on_handshake(cp_conn *c, const cp_cmd *cmd)
+{
+    uint8_t reply[8];
+    if (c->identified) {
+        cp_conn_fail(c, "second handshake");
+        return CP_PROTO_STOP;
+    }
+    if (is_blacklisted(c->srv, cmd->u.hs.ns)) {
+        cp_conn_reply(c, reply, cp_wire_put_version(reply, CP_PROTOCOL_BLACKLISTED));
+        cp_srv_log(c->srv, CP_LOG_INFO, "%s: namespace %.*s is blacklisted", c->peer, (int)cmd->u.hs.ns.n,
+                   (const char *)cmd->u.hs.ns.p);
+        cp_conn_close(c, "blacklisted namespace");
+        return CP_PROTO_STOP;
+    }
+    if (identify(c, cmd->u.hs.ns, cmd->u.hs.service, cmd->u.hs.pod) != CP_OK) {
+        cp_conn_close(c, "cannot register the pod"); /* the agent retries in 10 s */
+        return CP_PROTO_STOP;
+    }
+    cp_conn_reply(c, reply, cp_wire_put_version(reply, c->srv->cfg->protocol_version));
+    return CP_PROTO_NEXT;
+}
+
+static int on_version_legacy(cp_conn *c)
+{
+    uint8_t reply[8];
+    cp_conn_reply(c, reply, cp_wire_put_version(reply, CP_PROTOCOL_V1));
+    return CP_PROTO_NEXT;
+}
+
+/* ---- 0x15 INIT_STREAM_V2 (and the legacy 0x01 that carries one) ------------------------------ */
+
+static int init_fail(cp_conn *c, const char *why)
+{
+    uint8_t reply[16];
+    cp_conn_reply(c, reply, cp_wire_put_init_fail(reply));
+    cp_srv_log(c->srv, CP_LOG_WARN, "%s: pod %s: INIT refused: %s", c->peer,
+               c->identified ? c->pod.pod_id : "(not identified)", why);
+    cp_conn_close(c, why);
+    return CP_PROTO_STOP;
+}
+
+/* A second INIT of a name ends the previous file. Its bytes (and a torn-tail cut) must
+ * be durable first, so a dirty file sends the connection through a sync batch and the
+ * INIT is handled again afterwards. */
+static int rotate(cp_conn *c, cp_stream_slot *slot)
+{
+    cp_sfile *old = slot->file;
+    cp_sfile_finalize(old);
+    if (old->dirty) {
+        if (cp_sync_join(c, 0) != CP_OK) return init_fail(c, "cannot schedule fsync");
+        return CP_PROTO_RETRY;
+    }
+    cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: %s file %lld rotated (%llu bytes)", c->peer, c->pod.pod_id,
+               cp_stream_kind_name(old->kind), (long long)old->seq + 1, (unsigned long long)old->raw.size);
+    cp_sfile_free(old);
+    slot->file = NULL;
+    return CP_PROTO_NEXT;
+}
+
+static int on_init(cp_conn *c, const cp_cmd *cmd)
+{
+    const cp_server_config *cfg = c->srv->cfg;
+    if (cmd->type == CP_CMD_INIT_LEGACY && !c->identified) {
+        if (is_blacklisted(c->srv, cmd->u.init.ns)) return init_fail(c, "blacklisted namespace");
+        if (identify(c, cmd->u.init.ns, cmd->u.init.service, cmd->u.init.pod) != CP_OK)
+            return init_fail(c, "cannot register the pod");
+    }
+    if (!need_identified(c, cmd)) return CP_PROTO_STOP;
+    cp_field name = cmd->u.init.stream;
+    cp_stream_kind kind = cp_stream_kind_from_name((const char *)name.p, name.n);
+    if (kind == CP_STREAM_UNKNOWN) {
+        char why[96];
+        snprintf(why, sizeof why, "unknown stream name '%.*s'", name.n > 40 ? 40 : (int)name.n, (const char *)name.p);
+        return init_fail(c, why);
+    }
+    cp_stream_slot *slot = &c->slots[kind];
+    if (slot->file) {
+        int r = rotate(c, slot);
+        if (r != CP_PROTO_NEXT) return r;
+    }
+    /* rollingSequenceId: never reuse a file index on this connection (§3.9) */
+    int32_t seq = cmd->u.init.seq < 0 ? 0 : cmd->u.init.seq;
+    if (slot->last_seq >= 0 && seq <= slot->last_seq) {
+        if (slot->last_seq == INT32_MAX) return init_fail(c, "rollingSequenceId overflow");
+        seq = slot->last_seq + 1;
+    }
+    int32_t first_id = cmd->u.init.reset ? 0 : slot->next_word_id;
+    cp_sfile *f;
+    if (cp_sfile_open(c, kind, seq, first_id, &f) != CP_OK) return init_fail(c, "cannot open the stream file");
+    slot->file = f;
+    slot->last_seq = seq;
+    slot->next_word_id = first_id;
+    uint8_t reply[36];
+    cp_conn_reply(c, reply,
+                  cp_wire_put_init_ok(reply, f->handle, cfg->rotation_period_ms[kind], cfg->rotation_size[kind], seq));
+    char h[37];
+    cp_sfile_handle_str(f, h);
+    cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: %s file %lld opened (handle %s, requested seq %d, reset %d)", c->peer,
+               c->pod.pod_id, cp_stream_kind_name(kind), (long long)seq + 1, h, cmd->u.init.seq, cmd->u.init.reset);
+    return CP_PROTO_NEXT;
+}
+
+/* ---- 0x02 RCV_DATA -------------------------------------------------------------------------------- */
+
+static cp_sfile *find_file(cp_conn *c, const uint8_t handle[16])
+{
+    static const uint8_t null_uuid[16];
+    if (!memcmp(handle, null_uuid, 16)) return NULL;
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) {
+        cp_sfile *f = c->slots[i].file;
+        if (f && !memcmp(f->handle, handle, 16)) return f;
+    }
+    return NULL;
+}
+
+static int on_data(cp_conn *c, const cp_cmd *cmd)
+{
+    if (!need_identified(c, cmd)) return CP_PROTO_STOP;
+    cp_sfile *f = find_file(c, cmd->u.data.handle);
+    if (!f) {
+        char h[37];
+        cp_uuid_str(cmd->u.data.handle, h);
+        cp_conn_fail(c, "RCV_DATA for unknown handle %s", h);
+        return CP_PROTO_STOP;
+    }
+    if (cp_sfile_write(f, cmd->u.data.payload.p, cmd->u.data.payload.n) != CP_OK) {
+        cp_conn_fail(c, "%s file %lld rejected: %s", cp_stream_kind_name(f->kind), (long long)f->seq + 1,
+                     f->error ? f->error : "?");
+        return CP_PROTO_STOP;
+    }
+    cp_conn_reply(c, &ack_ok, 1);
+    return CP_PROTO_NEXT;
+}
+
+/* ---- 0x11 REQUEST_ACK_FLUSH ------------------------------------------------------------------------ */
+
+static int on_ack_flush(cp_conn *c, const cp_cmd *cmd)
+{
+    if (!need_identified(c, cmd)) return CP_PROTO_STOP;
+    int64_t now = cp_now_ms();
+    if (now - c->touched_ms >= CP_SRV_TOUCH_MS) {
+        c->touched_ms = now;
+        if (cp_catalog_pod_touch(c->srv->catalog, &c->pod, now) != CP_OK)
+            cp_srv_log(c->srv, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(c->srv->catalog));
+    }
+    if (!cp_conn_has_unsynced(c)) { /* everything received is already durable */
+        cp_conn_reply(c, &ack_ok, 1);
+        return CP_PROTO_NEXT;
+    }
+    if (cp_sync_join(c, 1) != CP_OK) {
+        cp_conn_fail(c, "cannot schedule fsync: out of memory");
+        return CP_PROTO_STOP;
+    }
+    return CP_PROTO_STOP; /* the batch answers 0x00 when the data is durable */
+}
+
+/* ---- dispatch -------------------------------------------------------------------------------------- */
+
+int cp_proto_handle(cp_conn *c, const cp_cmd *cmd)
+{
+    switch (cmd->type) {
+    case CP_CMD_HANDSHAKE: return on_handshake(c, cmd);
+    case CP_CMD_VERSION_LEGACY: return on_version_legacy(c);
+    case CP_CMD_INIT:
+    case CP_CMD_INIT_LEGACY: return on_init(c, cmd);
+    case CP_CMD_DATA: return on_data(c, cmd);
+    case CP_CMD_ACK_FLUSH: return on_ack_flush(c, cmd);
+    case CP_CMD_REPORT: return need_identified(c, cmd) ? CP_PROTO_NEXT : CP_PROTO_STOP;
+    case CP_CMD_CLOSE:
+        if (!need_identified(c, cmd)) return CP_PROTO_STOP;
+        cp_conn_close(c, "agent sent CLOSE");
+        return CP_PROTO_STOP;
+    default: /* cp_wire_parse only returns known commands */
+        cp_conn_fail(c, "unexpected command 0x%02x", cmd->type);
+        return CP_PROTO_STOP;
+    }
+}

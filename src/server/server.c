@@ -1,0 +1,232 @@
+/* server.c -- the listener and the loop: accept, the per-iteration check phase (catalog
+ * commit, sync batch submit), the idle sweep, signals, graceful stop, logging. */
+#include "server_internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#define SWEEP_INTERVAL_MS 1000
+
+/* ---- config and logging ---------------------------------------------------------------------- */
+
+void cp_server_config_default(cp_server_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->host = "0.0.0.0";
+    cfg->port = 1715;
+    cfg->data_dir = "./data";
+    cfg->protocol_version = CP_PROTOCOL_V2;
+    cfg->max_connections = 20000;
+    cfg->idle_timeout_ms = 120000;
+    cfg->log_level = CP_LOG_INFO;
+    for (int k = 0; k < CP_STREAM_KIND_COUNT; k++) {
+        int meta = k == CP_STREAM_DICTIONARY || k == CP_STREAM_POSDICTIONARY || k == CP_STREAM_PARAMS;
+        /* splitting the dictionary id space or re-sending params buys nothing (§3.9) */
+        cfg->rotation_period_ms[k] = meta ? 0 : 3600000;
+        cfg->rotation_size[k] = meta ? 0 : 2097152;
+    }
+}
+
+int cp_srv_log_enabled(const cp_server *s, int level) { return s->cfg->log && level <= s->cfg->log_level; }
+
+void cp_srv_log(cp_server *s, int level, const char *fmt, ...)
+{
+    if (!cp_srv_log_enabled(s, level)) return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->cfg->log(s->cfg->log_ud, level, msg);
+}
+
+/* ---- loop callbacks -------------------------------------------------------------------------- */
+
+static void on_connection(uv_stream_t *l, int status)
+{
+    cp_server *s = l->data;
+    if (status < 0) {
+        cp_srv_log(s, CP_LOG_ERROR, "accept: %s", uv_strerror(status));
+        return;
+    }
+    if (!s->stopping) cp_conn_accept(s);
+}
+
+/* After every I/O poll: this iteration's catalog writes are committed once, then the
+ * connections that asked for durability share one fsync batch. */
+static void on_check(uv_check_t *h)
+{
+    cp_server *s = h->data;
+    if (cp_catalog_commit(s->catalog) != CP_OK)
+        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    cp_sync_submit(s);
+}
+
+/* One timer for all connections instead of one per connection (memory at 10k idle). */
+static void on_sweep(uv_timer_t *t)
+{
+    cp_server *s = t->data;
+    uint64_t now = uv_now(&s->loop);
+    for (cp_conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        cp_conn_sweep(c, now);
+    }
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    cp_server *s = h->data;
+    cp_srv_log(s, CP_LOG_INFO, "received %s, stopping", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    cp_server_stop(s);
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------- */
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int bind_listener(cp_server *s, char *err, size_t errlen)
+{
+    const cp_server_config *cfg = s->cfg;
+    struct sockaddr_storage addr;
+    int r = strchr(cfg->host, ':') ? uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6 *)&addr)
+                                    : uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in *)&addr);
+    if (r != 0) {
+        snprintf(err, errlen, "bad listen address '%s': %s", cfg->host, uv_strerror(r));
+        return CP_EINVAL;
+    }
+    r = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
+    if (r == 0) r = uv_listen((uv_stream_t *)&s->listener, SOMAXCONN, on_connection);
+    if (r != 0) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", cfg->host, cfg->port, uv_strerror(r));
+        return CP_EIO;
+    }
+    struct sockaddr_storage bound;
+    int len = sizeof bound;
+    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len);
+    s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                : ((struct sockaddr_in *)&bound)->sin_port);
+    return CP_OK;
+}
+
+int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (cfg->protocol_version != CP_PROTOCOL_V2 && cfg->protocol_version != CP_PROTOCOL_V3) {
+        snprintf(err, errlen, "protocol version must be %d or %d", CP_PROTOCOL_V2, CP_PROTOCOL_V3);
+        return CP_EINVAL;
+    }
+    raise_nofile(); /* each agent costs a socket plus one fd per open stream file */
+    signal(SIGPIPE, SIG_IGN); /* a vanished agent must be an EPIPE, not a dead collector */
+    if (cp_mkdirs(cfg->data_dir, 0755) != CP_OK) {
+        snprintf(err, errlen, "cannot create data directory %s: %s", cfg->data_dir, strerror(errno));
+        return CP_EIO;
+    }
+    cp_server *s = calloc(1, sizeof *s);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return CP_ENOMEM;
+    }
+    s->cfg = cfg;
+    cp_sync_init(s);
+    int st = uv_loop_init(&s->loop) == 0 ? CP_OK : CP_EIO;
+    if (st != CP_OK) {
+        snprintf(err, errlen, "cannot create the event loop");
+        free(s);
+        return st;
+    }
+    uv_tcp_init(&s->loop, &s->listener);
+    uv_check_init(&s->loop, &s->check);
+    uv_timer_init(&s->loop, &s->sweep);
+    uv_signal_init(&s->loop, &s->sigint);
+    uv_signal_init(&s->loop, &s->sigterm);
+    s->listener.data = s->check.data = s->sweep.data = s->sigint.data = s->sigterm.data = s;
+    s->rbuf = malloc(CP_SRV_READ_BUF);
+    if (!s->rbuf) {
+        snprintf(err, errlen, "out of memory");
+        st = CP_ENOMEM;
+    }
+    char path[4096];
+    if (st == CP_OK && (size_t)snprintf(path, sizeof path, "%s/catalog.db", cfg->data_dir) >= sizeof path) {
+        snprintf(err, errlen, "data directory path too long");
+        st = CP_EINVAL;
+    }
+    if (st == CP_OK) st = cp_catalog_open_sqlite(path, &s->catalog, err, errlen);
+    if (st == CP_OK) st = bind_listener(s, err, errlen);
+    if (st != CP_OK) {
+        cp_server_close(s);
+        return st;
+    }
+    *out = s;
+    return CP_OK;
+}
+
+int cp_server_port(const cp_server *s) { return s->port; }
+
+int cp_server_run(cp_server *s)
+{
+    uv_check_start(&s->check, on_check);
+    uv_timer_start(&s->sweep, on_sweep, SWEEP_INTERVAL_MS, SWEEP_INTERVAL_MS);
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    if (cp_catalog_commit(s->catalog) != CP_OK)
+        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    return CP_OK;
+}
+
+void cp_server_stop(cp_server *s)
+{
+    if (s->stopping) return;
+    s->stopping = 1;
+    uv_close((uv_handle_t *)&s->listener, NULL);
+    for (cp_conn *c = s->conns, *next; c; c = next) {
+        next = c->next;
+        cp_conn_close(c, "server stopping");
+    }
+    cp_srv_maybe_finish(s);
+}
+
+/* During a stop: once every connection is gone and no sync is outstanding, close the
+ * loop's own handles so uv_run returns. */
+void cp_srv_maybe_finish(cp_server *s)
+{
+    if (!s->stopping || s->finished || s->nconns || s->inflight || s->pending->nmembers) return;
+    s->finished = 1;
+    if (cp_catalog_commit(s->catalog) != CP_OK)
+        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    uv_close((uv_handle_t *)&s->check, NULL);
+    uv_close((uv_handle_t *)&s->sweep, NULL);
+    uv_close((uv_handle_t *)&s->sigint, NULL);
+    uv_close((uv_handle_t *)&s->sigterm, NULL);
+    cp_srv_log(s, CP_LOG_INFO, "stopped");
+}
+
+static void close_any(uv_handle_t *h, void *arg)
+{
+    if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+void cp_server_close(cp_server *s)
+{
+    if (!s) return;
+    /* only loop-owned handles remain here (no connections): close and reap them */
+    uv_walk(&s->loop, close_any, NULL);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&s->loop);
+    cp_catalog_close(s->catalog);
+    cp_sync_free(s);
+    cp_buf_free(&s->scratch);
+    free(s->rbuf);
+    free(s);
+}

@@ -1,0 +1,167 @@
+/* server_internal.h -- the server's structures and the calls between its files:
+ *
+ *   server.c     listener, loop phases (check: catalog commit + sync submit), idle
+ *                sweep, signals, stop, logging
+ *   conn.c       one TCP connection: input buffering, reply flushing, close sequence
+ *   proto.c      the commands of protocol.md §3 (handshake, INIT, RCV_DATA, ...)
+ *   sfile.c      one stream file: raw log append, decoder, catalog rows
+ *   syncbatch.c  group commit: the fsyncs behind REQUEST_ACK_FLUSH acks
+ *
+ * Everything runs on the loop thread except the sync worker, which only touches the
+ * fds and directory paths copied into its batch.
+ */
+#ifndef CP_SERVER_INTERNAL_H
+#define CP_SERVER_INTERNAL_H
+
+#include "cp_server.h"
+#include "store/cp_catalog.h"
+#include "store/cp_rawlog.h"
+#include "streams/cp_streams.h"
+#include "wire/cp_wire.h"
+
+#include <uv.h>
+
+#define CP_SRV_READ_BUF (64 * 1024)        /* the one shared read buffer */
+#define CP_SRV_WRITE_HIGH (64 * 1024)      /* queued reply bytes that pause reading */
+#define CP_SRV_STASH_HIGH (1024 * 1024)    /* input stashed during a sync that pauses reading */
+#define CP_SRV_LINGER_MS 5000              /* how long a closing connection may drain */
+#define CP_SRV_TOUCH_MS 30000              /* pods.last_active update interval */
+
+typedef struct cp_server cp_server;
+typedef struct cp_conn cp_conn;
+typedef struct cp_sfile cp_sfile;
+
+/* One stream file of a connection (one INIT handle). */
+struct cp_sfile {
+    cp_conn *conn;
+    cp_stream_kind kind;
+    uint8_t handle[16];
+    int32_t seq;              /* file index = seq + 1 */
+    int32_t first_word_id;    /* dictionary id of this file's first word */
+    uint8_t dirty;            /* written or truncated since the last fdatasync */
+    uint8_t finalized;
+    uint8_t failed;
+    int64_t opened_ms;
+    cp_rawlog_file raw;
+    cp_dec *dec;              /* created on the first payload; NULL for raw-only kinds */
+    char *error;              /* why the file failed */
+};
+
+/* Per stream name: the open file and what a later INIT of that name needs. */
+typedef struct cp_stream_slot {
+    cp_sfile *file;
+    int32_t last_seq;         /* -1 until the first INIT */
+    int32_t next_word_id;     /* dictionary ids continue across rotated files */
+} cp_stream_slot;
+
+typedef enum cp_conn_state {
+    CONN_ACTIVE,              /* parsing commands */
+    CONN_WAIT_SYNC,           /* in a sync batch; input is stashed */
+    CONN_CLOSING,             /* finalizing / draining replies / lingering */
+} cp_conn_state;
+
+struct cp_conn {
+    uv_tcp_t tcp;             /* tcp.data = this */
+    cp_server *srv;
+    cp_conn *prev, *next;     /* the server's connection list */
+    uint8_t state;            /* cp_conn_state */
+    uint8_t identified;
+    uint8_t eof;              /* the peer closed its side */
+    uint8_t reading;          /* uv_read_start is in effect */
+    uint8_t in_batch;         /* member of the pending or the in-flight sync batch */
+    uint8_t sync_ack;         /* the batch answers a REQUEST_ACK_FLUSH with 0x00 */
+    uint8_t closed;           /* uv_close called */
+    uint8_t handle_gone;      /* close callback ran */
+    uint8_t shut;             /* 1: uv_shutdown issued, 2: done (draining input) */
+    uint8_t writing;          /* a uv_write is in flight */
+    const char *close_reason; /* deferred close while in a batch */
+    size_t write_queued;      /* bytes of the in-flight uv_write */
+    uint64_t last_io_ms;      /* loop time of the last read */
+    uint64_t closing_since;   /* loop time the close sequence started */
+    int64_t accept_ms;        /* wall clock: the pod restart time */
+    int64_t touched_ms;
+    cp_buf in;                /* partial command, or input stashed during a sync */
+    cp_buf out;               /* replies not yet handed to the kernel */
+    char peer[56];
+    char *ident;              /* one block: ns, service, pod, pod_id (NUL-separated) */
+    cp_catalog_pod pod;
+    cp_rawlog_restart restart;
+    cp_stream_slot slots[CP_STREAM_KIND_COUNT];
+};
+
+/* A group of connections whose files are fsynced together (storage.md ingest rule 2). */
+typedef struct cp_sync_batch {
+    uv_work_t work;
+    cp_server *srv;
+    cp_conn **members;
+    size_t nmembers, cap_members;
+    int *fds;
+    size_t nfds, cap_fds;
+    cp_buf dirs;              /* NUL-terminated directory paths */
+    int err;                  /* errno of the first failure, 0 if none */
+} cp_sync_batch;
+
+struct cp_server {
+    const cp_server_config *cfg;
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_check_t check;
+    uv_timer_t sweep;
+    uv_signal_t sigint, sigterm;
+    int port;
+    int stopping;
+    int finished;             /* loop handles closed */
+    cp_catalog *catalog;
+    cp_conn *conns;           /* list head */
+    size_t nconns;
+    cp_sync_batch batches[2];
+    cp_sync_batch *pending;   /* collecting members */
+    cp_sync_batch *inflight;  /* in the threadpool, or NULL */
+    uint8_t *rbuf;            /* shared read buffer */
+    cp_buf scratch;           /* UTF-8 conversions in decoder sinks */
+};
+
+/* server.c */
+void cp_srv_log(cp_server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int cp_srv_log_enabled(const cp_server *s, int level);
+void cp_srv_maybe_finish(cp_server *s);
+
+/* conn.c */
+void cp_conn_accept(cp_server *s);
+void cp_conn_reply(cp_conn *c, const void *p, size_t n);
+void cp_conn_flush(cp_conn *c);
+/* Replies 0xFF (after any earlier replies), then closes; logs the reason at warn. */
+void cp_conn_fail(cp_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Graceful close: finalize files, sync them, flush replies, shut down, free. */
+void cp_conn_close(cp_conn *c, const char *reason);
+/* Called by the sync batch when it is done with the connection. */
+void cp_conn_sync_done(cp_conn *c, int err);
+void cp_conn_sweep(cp_conn *c, uint64_t now);
+int cp_conn_has_unsynced(const cp_conn *c);
+
+/* proto.c */
+enum { CP_PROTO_NEXT, CP_PROTO_STOP, CP_PROTO_RETRY };
+/* Handles one command; NEXT = continue parsing, STOP = the connection stopped
+ * (sync wait or closing) after consuming it, RETRY = stopped without consuming it. */
+int cp_proto_handle(cp_conn *c, const cp_cmd *cmd);
+void cp_proto_free_ident(cp_conn *c);
+
+/* sfile.c */
+int cp_sfile_open(cp_conn *c, cp_stream_kind kind, int32_t seq, int32_t first_word_id, cp_sfile **out);
+/* Decodes then appends one payload. On failure the file is failed, its raw bytes cut to
+ * the clean prefix, and the reason is in f->error. */
+int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n);
+/* Ends the file: finish the decoder, drop a torn tail, mark the catalog row. Idempotent. */
+void cp_sfile_finalize(cp_sfile *f);
+void cp_sfile_free(cp_sfile *f);
+void cp_sfile_handle_str(const cp_sfile *f, char out[37]);
+
+/* syncbatch.c */
+void cp_sync_init(cp_server *s);
+void cp_sync_free(cp_server *s);
+/* Adds the connection's unsynced files and directories to the pending batch. */
+int cp_sync_join(cp_conn *c, int ack);
+/* Hands the pending batch to the threadpool unless one is in flight. */
+void cp_sync_submit(cp_server *s);
+
+#endif

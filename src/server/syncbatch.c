@@ -1,0 +1,141 @@
+/* syncbatch.c -- group commit (storage.md ingest rule 2).
+ *
+ * A connection that needs durability (a REQUEST_ACK_FLUSH, a rotation, a close) joins
+ * the pending batch with the fds of its files written since its last sync and the
+ * directories whose new entries are not yet durable, and stops processing input. Once
+ * per loop iteration (the check phase, after the catalog commit) the pending batch goes
+ * to the threadpool if no batch is in flight; a worker fdatasyncs every fd and fsyncs
+ * every directory; back on the loop each member gets its answer. So the fsyncs of all
+ * connections that flushed while one batch ran are shared by the next batch.
+ *
+ * The worker only reads the batch's own copies (fds, paths). A member connection is
+ * never freed, and its fds never closed, while it is in a batch (conn.c defers that).
+ */
+#include "server_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* Batches keep their arrays between uses, but not when a burst made them large. */
+#define KEEP_MEMBERS 1024
+
+void cp_sync_init(cp_server *s)
+{
+    memset(s->batches, 0, sizeof s->batches);
+    for (int i = 0; i < 2; i++) s->batches[i].srv = s;
+    s->pending = &s->batches[0];
+    s->inflight = NULL;
+}
+
+static void batch_release(cp_sync_batch *b)
+{
+    free(b->members);
+    free(b->fds);
+    cp_buf_free(&b->dirs);
+    b->members = NULL;
+    b->fds = NULL;
+    b->nmembers = b->cap_members = b->nfds = b->cap_fds = 0;
+}
+
+void cp_sync_free(cp_server *s)
+{
+    for (int i = 0; i < 2; i++) batch_release(&s->batches[i]);
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return CP_OK;
+    size_t n = *cap ? *cap * 2 : 16;
+    while (n < need) n *= 2;
+    void *p = realloc(*arr, n * elem);
+    if (!p) return CP_ENOMEM;
+    *arr = p;
+    *cap = n;
+    return CP_OK;
+}
+
+int cp_conn_has_unsynced(const cp_conn *c)
+{
+    if (c->restart.unsynced_dirs.len) return 1;
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
+        if (c->slots[i].file && c->slots[i].file->dirty) return 1;
+    return 0;
+}
+
+int cp_sync_join(cp_conn *c, int ack)
+{
+    cp_sync_batch *b = c->srv->pending;
+    if (grow((void **)&b->members, &b->cap_members, b->nmembers + 1, sizeof *b->members) != CP_OK ||
+        grow((void **)&b->fds, &b->cap_fds, b->nfds + CP_STREAM_KIND_COUNT, sizeof *b->fds) != CP_OK ||
+        cp_rawlog_restart_take_dirs(&c->restart, &b->dirs) != CP_OK)
+        return CP_ENOMEM;
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) {
+        cp_sfile *f = c->slots[i].file;
+        if (f && f->dirty && f->raw.fd >= 0) {
+            b->fds[b->nfds++] = f->raw.fd;
+            f->dirty = 0;
+        }
+    }
+    b->members[b->nmembers++] = c;
+    c->in_batch = 1;
+    c->sync_ack = (uint8_t)ack;
+    if (c->state == CONN_ACTIVE) c->state = CONN_WAIT_SYNC;
+    return CP_OK;
+}
+
+/* Threadpool: the only code that runs off the loop thread. */
+static void work_cb(uv_work_t *w)
+{
+    cp_sync_batch *b = (cp_sync_batch *)w;
+    for (size_t i = 0; i < b->nfds; i++) {
+        while (fdatasync(b->fds[i]) != 0) {
+            if (errno == EINTR) continue;
+            if (!b->err) b->err = errno;
+            break;
+        }
+    }
+    if (cp_rawlog_sync_dirs(b->dirs.data, b->dirs.len) != CP_OK && !b->err) b->err = errno;
+}
+
+static void after_cb(uv_work_t *w, int status)
+{
+    cp_sync_batch *b = (cp_sync_batch *)w;
+    cp_server *s = b->srv;
+    int err = status == UV_ECANCELED ? ECANCELED : b->err;
+    s->inflight = NULL;
+    if (err)
+        cp_srv_log(s, CP_LOG_ERROR, "fsync of %zu files / %zu members failed: %s", b->nfds, b->nmembers,
+                   strerror(err));
+    else
+        cp_srv_log(s, CP_LOG_DEBUG, "synced %zu files for %zu connections", b->nfds, b->nmembers);
+    /* members may join the next (pending) batch from their callbacks */
+    for (size_t i = 0; i < b->nmembers; i++) {
+        cp_conn *c = b->members[i];
+        c->in_batch = 0;
+        cp_conn_sync_done(c, err);
+    }
+    b->nmembers = b->nfds = 0;
+    b->err = 0;
+    if (b->cap_members > KEEP_MEMBERS || b->dirs.cap > 65536) batch_release(b);
+    else cp_buf_reset(&b->dirs);
+    cp_sync_submit(s);
+    cp_srv_maybe_finish(s);
+}
+
+void cp_sync_submit(cp_server *s)
+{
+    if (s->inflight || s->pending->nmembers == 0) return;
+    /* the catalog rows of everything being acknowledged go out first */
+    if (cp_catalog_commit(s->catalog) != CP_OK) cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    cp_sync_batch *b = s->pending;
+    s->pending = b == &s->batches[0] ? &s->batches[1] : &s->batches[0];
+    s->inflight = b;
+    b->err = 0;
+    int r = uv_queue_work(&s->loop, &b->work, work_cb, after_cb);
+    if (r != 0) { /* cannot happen with valid arguments; never leave members hanging */
+        b->err = 0;
+        work_cb(&b->work);
+        after_cb(&b->work, 0);
+    }
+}

@@ -1,0 +1,387 @@
+/* catalog_sqlite.c -- the catalog on SQLite (<data>/catalog.db): schema migrations,
+ * prepared statements, and one lazily opened write transaction per commit cycle. */
+#include "cp_catalog.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- migrations ---------------------------------------------------------------------
+ * Append only: a released migration is never edited. Tables and columns follow seed 004
+ * ("PostgreSQL Schema") with SQLite types: timestamptz -> INTEGER epoch ms, jsonb -> TEXT,
+ * bytea -> BLOB, boolean -> INTEGER 0/1, enums -> TEXT with a CHECK. */
+
+static const char *const migrations[] = {
+    /* 1: the seed-004 metadata tables, and our raw-log stream file index */
+    "CREATE TABLE pods ("
+    "  namespace TEXT NOT NULL, service_name TEXT NOT NULL, pod_name TEXT NOT NULL,"
+    "  active_since INTEGER, last_restart INTEGER, last_active INTEGER,"
+    "  tags TEXT NOT NULL DEFAULT '{}', pod_id TEXT NOT NULL,"
+    "  UNIQUE (namespace, pod_name));"
+    "CREATE INDEX pods_pod_id ON pods (pod_id);"
+    "CREATE TABLE pod_restarts ("
+    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, namespace TEXT NOT NULL,"
+    "  service_name TEXT NOT NULL, pod_id TEXT NOT NULL, active_since INTEGER, last_active INTEGER,"
+    "  UNIQUE (pod_id, restart_time));"
+    "CREATE TABLE dictionary ("
+    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, position INTEGER NOT NULL,"
+    "  pod_id TEXT NOT NULL, tag TEXT NOT NULL,"
+    "  UNIQUE (pod_id, restart_time, position));"
+    "CREATE TABLE params ("
+    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, param_name TEXT NOT NULL,"
+    "  param_index INTEGER NOT NULL, param_list INTEGER NOT NULL, param_order INTEGER NOT NULL,"
+    "  signature TEXT NOT NULL, pod_id TEXT NOT NULL,"
+    "  UNIQUE (pod_id, restart_time, param_name));"
+    "CREATE TABLE dumps ("
+    "  uuid INTEGER PRIMARY KEY AUTOINCREMENT, created_time INTEGER, namespace TEXT,"
+    "  service_name TEXT, pod_name TEXT, pod_type TEXT, restart_time INTEGER, dump_type TEXT,"
+    "  bytes_size INTEGER, info TEXT, binary_data BLOB);"
+    "CREATE TABLE s3_files ("
+    "  uuid TEXT PRIMARY KEY, start_time INTEGER, end_time INTEGER, file_type TEXT, dump_type TEXT,"
+    "  namespace TEXT, duration_range INTEGER, file_name TEXT,"
+    "  status TEXT CHECK (status IN ('creating','created','transferring','completed','to_delete')),"
+    "  services TEXT, created_time INTEGER, api_version TEXT, rows_count INTEGER, file_size INTEGER,"
+    "  remote_storage_path TEXT, local_file_path TEXT);"
+    "CREATE TABLE inventory ("
+    "  uuid TEXT PRIMARY KEY, start_time INTEGER, end_time INTEGER,"
+    "  status TEXT CHECK (status IN ('creating','ready','persisting','persisted','to_delete')),"
+    "  table_type TEXT, table_name TEXT, created_time INTEGER, rows_count INTEGER,"
+    "  table_size INTEGER, total_table_size INTEGER);"
+    "CREATE TABLE streams ("
+    "  pod_id TEXT NOT NULL, restart_time INTEGER NOT NULL, stream TEXT NOT NULL,"
+    "  file_index INTEGER NOT NULL, handle TEXT NOT NULL, rotation_period INTEGER NOT NULL,"
+    "  rotation_size INTEGER NOT NULL, opened_ms INTEGER NOT NULL, closed_ms INTEGER,"
+    "  bytes INTEGER NOT NULL DEFAULT 0,"
+    "  status TEXT NOT NULL CHECK (status IN ('open','closed','failed')),"
+    "  error TEXT, path TEXT NOT NULL,"
+    "  UNIQUE (pod_id, restart_time, stream, file_index));",
+};
+
+int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
+
+/* ---- state ------------------------------------------------------------------------------ */
+
+enum {
+    ST_POD_UPSERT,
+    ST_RESTART_INSERT,
+    ST_POD_TOUCH,
+    ST_RESTART_TOUCH,
+    ST_DICT_PUT,
+    ST_PARAM_PUT,
+    ST_STREAM_OPEN,
+    ST_STREAM_CLOSE,
+    ST_COUNT
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+    [ST_POD_UPSERT] =
+        "INSERT INTO pods (namespace, service_name, pod_name, active_since, last_restart, last_active, tags, pod_id)"
+        " VALUES (?1, ?2, ?3, ?4, ?4, ?5, '{}', ?6)"
+        " ON CONFLICT (namespace, pod_name) DO UPDATE SET service_name = excluded.service_name,"
+        " last_restart = max(coalesce(last_restart, 0), excluded.last_restart), last_active = excluded.last_active",
+    [ST_RESTART_INSERT] =
+        "INSERT OR REPLACE INTO pod_restarts (pod_name, restart_time, namespace, service_name, pod_id,"
+        " active_since, last_active) VALUES (?1, ?2, ?3, ?4, ?5, ?2, ?6)",
+    [ST_POD_TOUCH] = "UPDATE pods SET last_active = ?1 WHERE namespace = ?2 AND pod_name = ?3",
+    [ST_RESTART_TOUCH] = "UPDATE pod_restarts SET last_active = ?1 WHERE pod_id = ?2 AND restart_time = ?3",
+    [ST_DICT_PUT] = "INSERT OR REPLACE INTO dictionary (pod_name, restart_time, position, pod_id, tag)"
+                    " VALUES (?1, ?2, ?3, ?4, ?5)",
+    [ST_PARAM_PUT] = "INSERT OR REPLACE INTO params (pod_name, restart_time, param_name, param_index, param_list,"
+                     " param_order, signature, pod_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_STREAM_OPEN] =
+        "INSERT OR REPLACE INTO streams (pod_id, restart_time, stream, file_index, handle, rotation_period,"
+        " rotation_size, opened_ms, closed_ms, bytes, status, error, path)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 0, 'open', NULL, ?9)",
+    [ST_STREAM_CLOSE] = "UPDATE streams SET closed_ms = ?1, bytes = ?2, status = ?3, error = ?4"
+                        " WHERE pod_id = ?5 AND restart_time = ?6 AND stream = ?7 AND file_index = ?8",
+};
+
+typedef struct sqlite_catalog {
+    cp_catalog base; /* first: the interface pointer is the object pointer */
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+    int in_txn;
+    char err[256];
+} sqlite_catalog;
+
+static int fail(sqlite_catalog *c, const char *what)
+{
+    snprintf(c->err, sizeof c->err, "%s: %s", what, sqlite3_errmsg(c->db));
+    return CP_EIO;
+}
+
+static int exec(sqlite_catalog *c, const char *sql, const char *what)
+{
+    if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK) return fail(c, what);
+    return CP_OK;
+}
+
+/* ---- migrations ------------------------------------------------------------------------- */
+
+static int schema_version(sqlite_catalog *c, int *version)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "SELECT coalesce(max(version), 0) FROM schema_migrations", -1, &s, NULL) !=
+        SQLITE_OK)
+        return fail(c, "read schema version");
+    int rc = sqlite3_step(s);
+    *version = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? CP_OK : fail(c, "read schema version");
+}
+
+static int apply_migration(sqlite_catalog *c, int version, const char *sql)
+{
+    char rec[128];
+    snprintf(rec, sizeof rec, "INSERT INTO schema_migrations (version, applied_ms) VALUES (%d, %lld)", version,
+             (long long)cp_now_ms());
+    /* IMMEDIATE: a second process migrating at the same time waits instead of racing */
+    int st = exec(c, "BEGIN IMMEDIATE", "begin migration");
+    if (st != CP_OK) return st;
+    int cur;
+    st = schema_version(c, &cur);
+    if (st == CP_OK && cur < version) {
+        st = exec(c, sql, "apply migration");
+        if (st == CP_OK) st = exec(c, rec, "record migration");
+    }
+    if (st == CP_OK) return exec(c, "COMMIT", "commit migration");
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
+static int migrate(sqlite_catalog *c)
+{
+    int st = exec(c,
+                  "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                  " version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)",
+                  "create schema_migrations");
+    int cur = 0;
+    if (st == CP_OK) st = schema_version(c, &cur);
+    if (st == CP_OK && cur > cp_catalog_sqlite_schema_version()) {
+        snprintf(c->err, sizeof c->err, "catalog schema version %d is newer than this build (%d)", cur,
+                 cp_catalog_sqlite_schema_version());
+        return CP_EINVAL;
+    }
+    for (int v = cur + 1; st == CP_OK && v <= cp_catalog_sqlite_schema_version(); v++)
+        st = apply_migration(c, v, migrations[v - 1]);
+    return st;
+}
+
+/* ---- statements ------------------------------------------------------------------------ */
+
+/* Starts the batch transaction on the first write after a commit. */
+static int begin(sqlite_catalog *c)
+{
+    if (c->in_txn) return CP_OK;
+    int st = exec(c, "BEGIN IMMEDIATE", "begin");
+    if (st == CP_OK) c->in_txn = 1;
+    return st;
+}
+
+/* Runs a bound write statement to completion and resets it. */
+static int run(sqlite_catalog *c, int which, const char *what)
+{
+    sqlite3_stmt *s = c->st[which];
+    int rc = sqlite3_step(s);
+    int st = rc == SQLITE_DONE ? CP_OK : fail(c, what);
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return st;
+}
+
+static void bind_text(sqlite3_stmt *s, int i, const char *p) { sqlite3_bind_text(s, i, p, -1, SQLITE_STATIC); }
+
+static void bind_textn(sqlite3_stmt *s, int i, const char *p, size_t n)
+{
+    sqlite3_bind_text64(s, i, p, (sqlite3_uint64)n, SQLITE_STATIC, SQLITE_UTF8);
+}
+
+static int sq_pod_register(cp_catalog *base, const cp_catalog_pod *p, int64_t now_ms)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = begin(c);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s = c->st[ST_POD_UPSERT];
+    bind_text(s, 1, p->ns);
+    bind_text(s, 2, p->service);
+    bind_text(s, 3, p->pod);
+    sqlite3_bind_int64(s, 4, p->restart_ms);
+    sqlite3_bind_int64(s, 5, now_ms);
+    bind_text(s, 6, p->pod_id);
+    st = run(c, ST_POD_UPSERT, "pods upsert");
+    if (st != CP_OK) return st;
+    s = c->st[ST_RESTART_INSERT];
+    bind_text(s, 1, p->pod);
+    sqlite3_bind_int64(s, 2, p->restart_ms);
+    bind_text(s, 3, p->ns);
+    bind_text(s, 4, p->service);
+    bind_text(s, 5, p->pod_id);
+    sqlite3_bind_int64(s, 6, now_ms);
+    return run(c, ST_RESTART_INSERT, "pod_restarts insert");
+}
+
+static int sq_pod_touch(cp_catalog *base, const cp_catalog_pod *p, int64_t now_ms)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = begin(c);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s = c->st[ST_POD_TOUCH];
+    sqlite3_bind_int64(s, 1, now_ms);
+    bind_text(s, 2, p->ns);
+    bind_text(s, 3, p->pod);
+    st = run(c, ST_POD_TOUCH, "pods touch");
+    if (st != CP_OK) return st;
+    s = c->st[ST_RESTART_TOUCH];
+    sqlite3_bind_int64(s, 1, now_ms);
+    bind_text(s, 2, p->pod_id);
+    sqlite3_bind_int64(s, 3, p->restart_ms);
+    return run(c, ST_RESTART_TOUCH, "pod_restarts touch");
+}
+
+static int sq_dict_put(cp_catalog *base, const cp_catalog_pod *p, int32_t position, const char *tag, size_t tag_len)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = begin(c);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s = c->st[ST_DICT_PUT];
+    bind_text(s, 1, p->pod);
+    sqlite3_bind_int64(s, 2, p->restart_ms);
+    sqlite3_bind_int(s, 3, position);
+    bind_text(s, 4, p->pod_id);
+    bind_textn(s, 5, tag, tag_len);
+    return run(c, ST_DICT_PUT, "dictionary insert");
+}
+
+static int sq_param_put(cp_catalog *base, const cp_catalog_pod *p, const cp_catalog_param *prm)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = begin(c);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s = c->st[ST_PARAM_PUT];
+    bind_text(s, 1, p->pod);
+    sqlite3_bind_int64(s, 2, p->restart_ms);
+    bind_textn(s, 3, prm->name, prm->name_len);
+    sqlite3_bind_int(s, 4, prm->index ? 1 : 0);
+    sqlite3_bind_int(s, 5, prm->list ? 1 : 0);
+    sqlite3_bind_int(s, 6, prm->order);
+    bind_textn(s, 7, prm->signature, prm->signature_len);
+    bind_text(s, 8, p->pod_id);
+    return run(c, ST_PARAM_PUT, "params insert");
+}
+
+static int sq_stream_open(cp_catalog *base, const cp_catalog_stream *x)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = begin(c);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s = c->st[ST_STREAM_OPEN];
+    bind_text(s, 1, x->pod->pod_id);
+    sqlite3_bind_int64(s, 2, x->pod->restart_ms);
+    bind_text(s, 3, x->stream);
+    sqlite3_bind_int64(s, 4, x->file_index);
+    bind_text(s, 5, x->handle);
+    sqlite3_bind_int64(s, 6, x->rotation_period_ms);
+    sqlite3_bind_int64(s, 7, x->rotation_size);
+    sqlite3_bind_int64(s, 8, x->opened_ms);
+    bind_text(s, 9, x->path);
+    return run(c, ST_STREAM_OPEN, "streams insert");
+}
+
+static int sq_stream_close(cp_catalog *base, const cp_catalog_stream *x)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = begin(c);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s = c->st[ST_STREAM_CLOSE];
+    sqlite3_bind_int64(s, 1, x->closed_ms);
+    sqlite3_bind_int64(s, 2, (sqlite3_int64)x->bytes);
+    bind_text(s, 3, x->status);
+    if (x->error) bind_text(s, 4, x->error);
+    else sqlite3_bind_null(s, 4);
+    bind_text(s, 5, x->pod->pod_id);
+    sqlite3_bind_int64(s, 6, x->pod->restart_ms);
+    bind_text(s, 7, x->stream);
+    sqlite3_bind_int64(s, 8, x->file_index);
+    return run(c, ST_STREAM_CLOSE, "streams update");
+}
+
+static int sq_commit(cp_catalog *base)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    if (!c->in_txn) return CP_OK;
+    c->in_txn = 0;
+    if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return CP_OK;
+    int st = fail(c, "commit");
+    sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
+static const char *sq_errmsg(const cp_catalog *base) { return ((const sqlite_catalog *)base)->err; }
+
+static void sq_close(cp_catalog *base)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    sq_commit(base);
+    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(c->st[i]);
+    sqlite3_close(c->db);
+    free(c);
+}
+
+static const cp_catalog_ops sqlite_ops = {
+    .name = "sqlite",
+    .pod_register = sq_pod_register,
+    .pod_touch = sq_pod_touch,
+    .dict_put = sq_dict_put,
+    .param_put = sq_param_put,
+    .stream_open = sq_stream_open,
+    .stream_close = sq_stream_close,
+    .commit = sq_commit,
+    .errmsg = sq_errmsg,
+    .close = sq_close,
+};
+
+/* ---- open ------------------------------------------------------------------------------- */
+
+static int configure(sqlite_catalog *c)
+{
+    /* WAL: readers (the CLI) never block the collector; NORMAL: commits skip fsync, the
+     * raw log is the durable source of truth and the catalog can be rebuilt from it */
+    int st = exec(c, "PRAGMA journal_mode = WAL", "set WAL");
+    if (st == CP_OK) st = exec(c, "PRAGMA synchronous = NORMAL", "set synchronous");
+    if (st == CP_OK && sqlite3_busy_timeout(c->db, 5000) != SQLITE_OK) st = fail(c, "set busy timeout");
+    return st;
+}
+
+static int prepare_all(sqlite_catalog *c)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL) != SQLITE_OK)
+            return fail(c, "prepare");
+    return CP_OK;
+}
+
+int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    sqlite_catalog *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return CP_ENOMEM;
+    }
+    c->base.ops = &sqlite_ops;
+    int st;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) st = fail(c, path);
+    else st = configure(c);
+    if (st == CP_OK) st = migrate(c);
+    if (st == CP_OK) st = prepare_all(c);
+    if (st != CP_OK) {
+        snprintf(err, errlen, "catalog %s: %s", path, c->err);
+        for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(c->st[i]);
+        sqlite3_close(c->db);
+        free(c);
+        return st;
+    }
+    *out = &c->base;
+    return CP_OK;
+}

@@ -1,0 +1,369 @@
+/* rawlog.c -- the raw log's directories and append-only stream files (cp_rawlog.h). */
+#include "cp_rawlog.h"
+
+#include "common/cp_fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DIR_MODE 0755
+#define FILE_MODE 0644
+/* Bound on the restart-directory bump loop; only a pathological tree gets near it. */
+#define MAX_RESTART_BUMPS 100000
+
+/* ---- pending directory list ------------------------------------------------------- */
+
+static int dirs_contains(const cp_buf *dirs, const char *path)
+{
+    size_t off = 0;
+    while (off < dirs->len) {
+        const char *s = (const char *)dirs->data + off;
+        if (!strcmp(s, path)) return 1;
+        off += strlen(s) + 1;
+    }
+    return 0;
+}
+
+/* Remembers that an entry was created in directory `path`: it needs an fsync. */
+static int dirs_add(cp_buf *dirs, const char *path, size_t n)
+{
+    char tmp[4096];
+    if (n >= sizeof tmp) return CP_ELIMIT;
+    memcpy(tmp, path, n);
+    tmp[n] = 0;
+    if (dirs_contains(dirs, tmp)) return CP_OK;
+    return cp_buf_append(dirs, tmp, n + 1);
+}
+
+/* mkdir that records the parent as unsynced when it really created the directory.
+ * *created tells whether it did. */
+static int mkdir_tracked(cp_buf *dirs, const char *path, int *created)
+{
+    *created = 0;
+    if (mkdir(path, DIR_MODE) == 0) {
+        *created = 1;
+        const char *slash = strrchr(path, '/');
+        if (slash && slash != path) return dirs_add(dirs, path, (size_t)(slash - path));
+        return CP_OK;
+    }
+    return errno == EEXIST ? CP_OK : CP_EIO;
+}
+
+int cp_rawlog_restart_take_dirs(cp_rawlog_restart *r, cp_buf *dirs)
+{
+    if (r->unsynced_dirs.len == 0) return CP_OK;
+    int st = cp_buf_append(dirs, r->unsynced_dirs.data, r->unsynced_dirs.len);
+    if (st == CP_OK) cp_buf_free(&r->unsynced_dirs);
+    return st;
+}
+
+int cp_rawlog_sync_dirs(const uint8_t *dirs, size_t len)
+{
+    int first = CP_OK, saved = 0;
+    size_t off = 0;
+    while (off < len) {
+        const char *s = (const char *)dirs + off;
+        if (cp_fsync_dir(s) != CP_OK && first == CP_OK) {
+            first = CP_EIO;
+            saved = errno;
+        }
+        off += strlen(s) + 1;
+    }
+    if (first != CP_OK) errno = saved;
+    return first;
+}
+
+/* ---- restart directory ------------------------------------------------------------ */
+
+/* Appends "/<escaped name>" and checks the component length. */
+static int put_component(cp_buf *b, const char *s, size_t n)
+{
+    size_t start = b->len + 1;
+    if (cp_buf_putc(b, '/') != CP_OK || cp_path_component(b, s, n) != CP_OK) return CP_ENOMEM;
+    if (b->len - start > CP_RAWLOG_MAX_COMPONENT) return CP_ELIMIT;
+    return CP_OK;
+}
+
+static int buf_cstr(cp_buf *b)
+{
+    if (cp_buf_putc(b, 0) != CP_OK) return CP_ENOMEM;
+    b->len--; /* keep the NUL out of len so more can be appended */
+    return CP_OK;
+}
+
+int cp_rawlog_restart_create(const char *data_dir, const char *ns, size_t ns_len, const char *pod, size_t pod_len,
+                             int64_t restart_ms, cp_rawlog_restart *out)
+{
+    memset(out, 0, sizeof *out);
+    cp_buf p;
+    cp_buf_init(&p);
+    int created, st = cp_buf_puts(&p, data_dir);
+    if (st == CP_OK) st = cp_buf_puts(&p, "/raw");
+    if (st == CP_OK) st = buf_cstr(&p);
+    if (st == CP_OK) st = mkdir_tracked(&out->unsynced_dirs, (char *)p.data, &created);
+    if (st == CP_OK) st = put_component(&p, ns, ns_len);
+    if (st == CP_OK) st = buf_cstr(&p);
+    if (st == CP_OK) st = mkdir_tracked(&out->unsynced_dirs, (char *)p.data, &created);
+    if (st == CP_OK) st = put_component(&p, pod, pod_len);
+    if (st == CP_OK) st = buf_cstr(&p);
+    if (st == CP_OK) st = mkdir_tracked(&out->unsynced_dirs, (char *)p.data, &created);
+    size_t base = p.len;
+    for (int i = 0; st == CP_OK; i++) {
+        if (i == MAX_RESTART_BUMPS) {
+            errno = EEXIST;
+            st = CP_EIO;
+            break;
+        }
+        p.len = base;
+        st = cp_buf_printf(&p, "/%" PRId64, restart_ms);
+        if (st == CP_OK) st = buf_cstr(&p);
+        if (st != CP_OK) break;
+        if (mkdir((char *)p.data, DIR_MODE) == 0) {
+            st = dirs_add(&out->unsynced_dirs, (char *)p.data, base);
+            break;
+        }
+        if (errno != EEXIST) st = CP_EIO;
+        else restart_ms++;
+    }
+    if (st != CP_OK) {
+        int saved = errno;
+        cp_buf_free(&p);
+        cp_buf_free(&out->unsynced_dirs);
+        errno = saved;
+        return st;
+    }
+    out->dir = (char *)p.data; /* NUL-terminated by buf_cstr */
+    out->restart_ms = restart_ms;
+    return CP_OK;
+}
+
+void cp_rawlog_restart_free(cp_rawlog_restart *r)
+{
+    free(r->dir);
+    r->dir = NULL;
+    cp_buf_free(&r->unsynced_dirs);
+}
+
+/* ---- stream files ----------------------------------------------------------------- */
+
+int cp_rawlog_file_open(cp_rawlog_restart *r, const char *stream, int64_t file_index, cp_rawlog_file *f)
+{
+    f->fd = -1;
+    f->size = 0;
+    f->path = NULL;
+    cp_buf p;
+    cp_buf_init(&p);
+    int created, st = cp_buf_puts(&p, r->dir);
+    if (st == CP_OK) st = put_component(&p, stream, strlen(stream));
+    if (st == CP_OK) st = buf_cstr(&p);
+    if (st == CP_OK) st = mkdir_tracked(&r->unsynced_dirs, (char *)p.data, &created);
+    size_t dir_len = p.len;
+    if (st == CP_OK) st = cp_buf_printf(&p, "/%" PRId64, file_index);
+    if (st == CP_OK) st = buf_cstr(&p);
+    if (st != CP_OK) goto fail;
+    const char *path = (char *)p.data;
+    /* O_EXCL first so we know whether the entry is new (and its directory needs a sync) */
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, FILE_MODE);
+    if (fd >= 0) {
+        st = dirs_add(&r->unsynced_dirs, path, dir_len);
+    } else if (errno == EEXIST) {
+        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        struct stat sb;
+        if (fd >= 0 && fstat(fd, &sb) == 0) f->size = (uint64_t)sb.st_size;
+        else st = CP_EIO;
+    } else {
+        st = CP_EIO;
+    }
+    if (st != CP_OK) {
+        if (fd >= 0) close(fd);
+        goto fail;
+    }
+    f->fd = fd;
+    f->path = (char *)p.data;
+    return CP_OK;
+fail:;
+    int saved = errno;
+    cp_buf_free(&p);
+    errno = saved;
+    return st;
+}
+
+int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n)
+{
+    if (f->fd < 0) {
+        errno = EBADF;
+        return CP_EIO;
+    }
+    int st = cp_write_all(f->fd, p, n);
+    if (st != CP_OK) {
+        /* a partial write would leave bytes we never acknowledged: cut them */
+        int saved = errno;
+        if (ftruncate(f->fd, (off_t)f->size) != 0) { /* the file is failed either way */ }
+        errno = saved;
+        return st;
+    }
+    f->size += n;
+    return CP_OK;
+}
+
+int cp_rawlog_file_sync(const cp_rawlog_file *f)
+{
+    if (f->fd < 0) {
+        errno = EBADF;
+        return CP_EIO;
+    }
+    while (fdatasync(f->fd) != 0) {
+        if (errno != EINTR) return CP_EIO;
+    }
+    return CP_OK;
+}
+
+int cp_rawlog_file_truncate(cp_rawlog_file *f, uint64_t len)
+{
+    if (f->fd < 0 || len > f->size) {
+        errno = EINVAL;
+        return CP_EINVAL;
+    }
+    if (ftruncate(f->fd, (off_t)len) != 0) return CP_EIO;
+    f->size = len;
+    return CP_OK;
+}
+
+void cp_rawlog_file_close(cp_rawlog_file *f)
+{
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+    free(f->path);
+    f->path = NULL;
+}
+
+/* ---- walking the tree --------------------------------------------------------------- */
+
+/* Parses a non-negative decimal without sign or leading junk; -1 if it is not one. */
+static int64_t parse_decimal(const char *s)
+{
+    if (!*s || strlen(s) > 18) return -1;
+    int64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return -1;
+        v = v * 10 + (*s - '0');
+    }
+    return v;
+}
+
+static int skip_dots(const struct dirent *d) { return d->d_name[0] != '.'; }
+
+static int cmp_numeric(const struct dirent **a, const struct dirent **b)
+{
+    int64_t x = parse_decimal((*a)->d_name), y = parse_decimal((*b)->d_name);
+    if (x != y) return x < y ? -1 : 1;
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int cmp_name(const struct dirent **a, const struct dirent **b) { return strcmp((*a)->d_name, (*b)->d_name); }
+
+typedef struct walk {
+    cp_rawlog_visit_fn fn;
+    void *ud;
+    cp_rawlog_entry e;
+    cp_buf ns, pod;   /* unescaped names of the current level */
+    char path[4096];
+} walk;
+
+typedef int (*level_fn)(walk *w, const char *name);
+
+/* Lists path's entries sorted by cmp and calls next for each. Unreadable or missing
+ * directories are skipped (the server may be creating or the tree may be partial). */
+static int each_entry(walk *w, int (*cmp)(const struct dirent **, const struct dirent **), level_fn next)
+{
+    struct dirent **list;
+    int n = scandir(w->path, &list, skip_dots, cmp);
+    if (n < 0) return CP_OK;
+    size_t base = strlen(w->path);
+    int st = CP_OK;
+    for (int i = 0; i < n; i++) {
+        if (st == CP_OK) {
+            int len = snprintf(w->path + base, sizeof w->path - base, "/%s", list[i]->d_name);
+            if (len > 0 && (size_t)len < sizeof w->path - base) st = next(w, list[i]->d_name);
+            w->path[base] = 0;
+        }
+        free(list[i]);
+    }
+    free(list);
+    return st;
+}
+
+static int level_file(walk *w, const char *name)
+{
+    int64_t idx = parse_decimal(name);
+    struct stat sb;
+    if (idx < 0 || stat(w->path, &sb) != 0 || !S_ISREG(sb.st_mode)) return CP_OK;
+    w->e.file_index = idx;
+    w->e.bytes = (uint64_t)sb.st_size;
+    w->e.path = w->path;
+    return w->fn(w->ud, &w->e);
+}
+
+static int level_stream(walk *w, const char *name)
+{
+    w->e.stream = name;
+    return each_entry(w, cmp_numeric, level_file);
+}
+
+static int level_restart(walk *w, const char *name)
+{
+    int64_t ms = parse_decimal(name);
+    if (ms < 0) return CP_OK;
+    w->e.restart_ms = ms;
+    return each_entry(w, cmp_name, level_stream);
+}
+
+static int unescape_into(cp_buf *b, const char *name)
+{
+    cp_buf_reset(b);
+    int st = cp_path_unescape(b, name, strlen(name));
+    if (st == CP_OK) st = buf_cstr(b);
+    return st;
+}
+
+static int level_pod(walk *w, const char *name)
+{
+    int st = unescape_into(&w->pod, name);
+    if (st == CP_EPROTO) return CP_OK; /* not a name we wrote */
+    if (st != CP_OK) return st;
+    w->e.pod = (char *)w->pod.data;
+    w->e.pod_len = w->pod.len;
+    return each_entry(w, cmp_numeric, level_restart);
+}
+
+static int level_ns(walk *w, const char *name)
+{
+    int st = unescape_into(&w->ns, name);
+    if (st == CP_EPROTO) return CP_OK;
+    if (st != CP_OK) return st;
+    w->e.ns = (char *)w->ns.data;
+    w->e.ns_len = w->ns.len;
+    return each_entry(w, cmp_name, level_pod);
+}
+
+int cp_rawlog_walk(const char *data_dir, cp_rawlog_visit_fn fn, void *ud)
+{
+    walk w;
+    memset(&w, 0, sizeof w);
+    w.fn = fn;
+    w.ud = ud;
+    int len = snprintf(w.path, sizeof w.path, "%s/raw", data_dir);
+    if (len < 0 || (size_t)len >= sizeof w.path) return CP_EINVAL;
+    struct stat sb;
+    if (stat(w.path, &sb) != 0 || !S_ISDIR(sb.st_mode)) return CP_ENOTFOUND;
+    int st = each_entry(&w, cmp_name, level_ns);
+    cp_buf_free(&w.ns);
+    cp_buf_free(&w.pod);
+    return st;
+}
