@@ -5,7 +5,9 @@
  * complete record, in order. No I/O, no clocks, no globals: bytes in, records out.
  *
  * Records are delivered only when complete, so a decoder fed a file cut at any byte
- * boundary produces exactly the records of the whole file. Strings in records
+ * boundary produces exactly the records of the whole file. For phrase-framed streams the
+ * phrase is the unit: its records are delivered only once the whole phrase has been
+ * checked, so a corrupt phrase delivers nothing. Strings in records
  * (cp_str16) alias the decoder's input or its internal buffer and are valid only during
  * the callback.
  *

@@ -96,27 +96,39 @@ int cp_dec_fail(cp_dec *d, int status, uint64_t offset, const char *fmt, ...)
 
 /* ---- phrase-framed kinds ------------------------------------------------------------- */
 
+/* The state a phrase advances. A phrase is parsed twice: once on a copy to check every
+ * record, then again to deliver them, so a consumer never sees a record of a phrase that
+ * turns out to be corrupt (records never cross phrases, §4.3: the phrase is the unit). */
+typedef struct phrase_state {
+    int header_done;        /* suspend/params header (inside phrase 1) read */
+    int64_t suspend_time;
+    int32_t next_id;        /* dictionary: id of the next word */
+} phrase_state;
+
 #define EMIT(cb, rec)                                                                                                  \
     do {                                                                                                               \
-        if (d->sink.cb && d->sink.cb(d->sink.ud, rec) != 0)                                                            \
-            return cp_dec_fail(d, CP_EABORT, at, "stopped by the consumer");                                           \
-        d->records++;                                                                                                  \
+        if (emit) {                                                                                                    \
+            if (d->sink.cb && d->sink.cb(d->sink.ud, rec) != 0)                                                        \
+                return cp_dec_fail(d, CP_EABORT, at, "stopped by the consumer");                                       \
+            d->records++;                                                                                              \
+        }                                                                                                              \
     } while (0)
 
-/* Parses one whole phrase body; records must end exactly at its end (§4.3). */
-static int parse_phrase_body(cp_dec *d, cp_rd *r, uint64_t body_off)
+/* Parses one whole phrase body from ps; records must end exactly at its end. Delivers
+ * records only when emit is set. */
+static int parse_phrase_body(cp_dec *d, phrase_state *ps, cp_rd *r, uint64_t body_off, int emit)
 {
     int st;
-    if (!d->header_done) {
+    if (!ps->header_done) {
         if (d->kind == CP_STREAM_SUSPEND) {
-            st = cp_rd_i64(r, &d->suspend_time);
+            st = cp_rd_i64(r, &ps->suspend_time);
             if (st != CP_OK) return cp_dec_fail(d, CP_EPROTO, body_off, "first phrase shorter than the 8-byte base time");
         } else if (d->kind == CP_STREAM_PARAMS) {
             uint8_t v;
             if (cp_rd_u8(r, &v) != CP_OK) return cp_dec_fail(d, CP_EPROTO, body_off, "empty first phrase");
             if (v != 1) return cp_dec_fail(d, CP_EPROTO, body_off, "unknown params format version %u", v);
         }
-        d->header_done = 1;
+        ps->header_done = 1;
     }
     while (cp_rd_left(r) > 0) {
         size_t s = r->pos;
@@ -129,14 +141,14 @@ static int parse_phrase_body(cp_dec *d, cp_rd *r, uint64_t body_off)
                 st = cp_rd_varint(r, &w.id);
                 if (st == CP_OK && w.id < 0) return cp_dec_fail(d, CP_EPROTO, at, "negative dictionary id %d", w.id);
             } else {
-                w.id = d->next_id;
+                w.id = ps->next_id;
                 st = CP_OK;
             }
             if (st == CP_OK) st = cp_rd_str16(r, d->lim.max_string_units, &w.word);
             if (st != CP_OK) break;
             EMIT(on_word, &w);
-            if (d->kind == CP_STREAM_DICTIONARY) d->next_id++;
-            else if (w.id >= d->next_id) d->next_id = w.id + 1;
+            if (d->kind == CP_STREAM_DICTIONARY) ps->next_id++;
+            else if (w.id >= ps->next_id) ps->next_id = w.id + 1;
             continue;
         }
         case CP_STREAM_PARAMS: {
@@ -156,8 +168,8 @@ static int parse_phrase_body(cp_dec *d, cp_rd *r, uint64_t body_off)
             st = cp_rd_varint(r, &sr.delta_ms);
             if (st == CP_OK) st = cp_rd_varint(r, &sr.duration_ms);
             if (st != CP_OK) break;
-            d->suspend_time += sr.delta_ms;
-            sr.end_ms = d->suspend_time;
+            ps->suspend_time += sr.delta_ms;
+            sr.end_ms = ps->suspend_time;
             EMIT(on_suspend, &sr);
             continue;
         }
@@ -180,10 +192,18 @@ static int parse_phrases(cp_dec *d, cp_rd *r)
         if (len < 0 || (uint32_t)len > d->lim.max_phrase)
             return cp_dec_fail(d, CP_EPROTO, at, "phrase length %d out of range (0..%u)", len, d->lim.max_phrase);
         if (cp_rd_left(r) - 4 < (size_t)len) break;
+        phrase_state ps = {d->header_done, d->suspend_time, d->next_id};
         cp_rd body;
         cp_rd_init(&body, r->p + s + 4, (size_t)len);
-        int st = parse_phrase_body(d, &body, at + 4);
+        int st = parse_phrase_body(d, &ps, &body, at + 4, 0); /* check the whole phrase */
         if (st != CP_OK) return st;
+        ps = (phrase_state){d->header_done, d->suspend_time, d->next_id};
+        cp_rd_init(&body, r->p + s + 4, (size_t)len);
+        st = parse_phrase_body(d, &ps, &body, at + 4, 1); /* then deliver it */
+        if (st != CP_OK) return st;
+        d->header_done = ps.header_done;
+        d->suspend_time = ps.suspend_time;
+        d->next_id = ps.next_id;
         r->pos = s + 4 + (size_t)len;
         d->committed = d->base + r->pos;
     }
@@ -205,6 +225,7 @@ static int parse_values(cp_dec *d, cp_rd *r)
         }
         if (st != CP_OK) return cp_dec_fail(d, st, at, "value longer than the limit");
         v.offset = at;
+        const int emit = 1;
         EMIT(on_value, &v);
         d->committed = d->base + r->pos;
     }

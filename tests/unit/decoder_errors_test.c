@@ -83,6 +83,16 @@ static void test_phrase_errors(void **state)
     assert_int_equal(feed_all(CP_STREAM_DICTIONARY, &b, NULL, &c, &n), CP_EPROTO);
     assert_int_equal(c, good);
     assert_int_equal(n, 2);
+    /* a good record then a corrupt one in the same phrase: the phrase delivers nothing */
+    b.len = good;
+    cp_buf_reset(&body);
+    put_str16(&body, "ok");
+    cp_buf_putc(&body, 0x64); /* claims 100 units */
+    cp_buf_append(&body, "\0e", 2);
+    phrase(&b, &body);
+    assert_int_equal(feed_all(CP_STREAM_DICTIONARY, &b, NULL, &c, &n), CP_EPROTO);
+    assert_int_equal(n, 2);
+    assert_int_equal(c, good);
     /* a torn phrase is not an error, just incomplete */
     b.len = good;
     put_be32(&b, 40);

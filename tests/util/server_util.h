@@ -1,0 +1,135 @@
+/* server_util.h -- helpers for the integration tests: run `cloudprof serve` as a child
+ * process on a fresh data directory, talk to it over TCP like an agent, and inspect what
+ * it stored (through `cloudprof raw`/`decode`, the raw tree and the SQLite catalog).
+ *
+ * Every helper fails the current cmocka test (fail_msg) when something it needs does not
+ * happen within its timeout, so tests read as straight-line scripts. Servers that are
+ * still running when a test ends (because an assertion failed half-way) are reported
+ * with their log and killed by servers_teardown(), which every integration test should
+ * use as its teardown. */
+#ifndef CP_SERVER_UTIL_H
+#define CP_SERVER_UTIL_H
+
+#include "testutil.h"
+
+#include <sys/types.h>
+
+#define SRV_TIMEOUT_MS 10000 /* default for every wait on the server */
+
+/* ---- the server process ---------------------------------------------------------------- */
+
+typedef struct test_server {
+    pid_t pid;           /* 0 when not running */
+    int port;            /* agent port read from the ready file */
+    char root[1024];     /* temporary directory holding everything below */
+    char data[1100];     /* --data DIR */
+    char ready[1100];    /* --ready-file FILE */
+    char log[1100];      /* the server's stderr (appended across restarts) */
+} test_server;
+
+/* Starts `cloudprof serve --agent-host 127.0.0.1 --agent-port 0 --data ROOT/data
+ * --ready-file ROOT/ready [extra...]` on a fresh temporary ROOT and waits (<= 10 s) for
+ * the ready file. extra is a NULL-terminated argument list, or NULL. */
+void server_start(test_server *s, const char *tag, const char *const *extra);
+/* Starts the server again on the same data directory (after server_stop/server_kill). */
+void server_restart(test_server *s, const char *const *extra);
+/* SIGTERM, then waits <= 10 s for the exit; fails the test unless the server exits with
+ * status 0 in time (it is killed if it hangs). Returns the wait status. */
+int server_stop(test_server *s);
+/* SIGKILL and reap: simulates a crash. */
+void server_kill(test_server *s);
+/* Kills the server if it is still running and removes its temporary directory. */
+void server_destroy(test_server *s);
+/* Copies the server's log to stdout (used when a test fails). */
+void server_print_log(const test_server *s);
+/* Fails the test with a message after printing the log of s. */
+void server_fail(const test_server *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* cmocka teardown: prints the log of, kills and removes every server the test left
+ * behind (only happens when the test failed). */
+int servers_teardown(void **state);
+
+/* ---- one TCP connection ----------------------------------------------------------------- */
+
+/* Connects to 127.0.0.1:port (TCP_NODELAY). */
+int conn_open(int port);
+void conn_close(int fd);
+/* Writes all n bytes (blocking; fails the test on error). */
+void conn_send(int fd, const void *p, size_t n);
+void conn_send_buf(int fd, const cp_buf *b);
+/* Reads exactly n bytes within timeout_ms; fails the test on EOF, error or timeout. */
+void conn_read_exact(int fd, void *p, size_t n, int timeout_ms);
+/* Reads until EOF within timeout_ms, appending everything to out; a connection reset
+ * counts as EOF. Fails the test on timeout. */
+void conn_read_to_eof(int fd, cp_buf *out, int timeout_ms);
+/* Expects the peer to close without sending anything more. */
+void conn_expect_eof(int fd, int timeout_ms);
+/* Waits up to timeout_ms for readable bytes; returns how many arrived (0 = none; the
+ * bytes are appended to out; -1 = EOF). Does not fail the test. */
+long conn_read_for(int fd, cp_buf *out, int timeout_ms);
+
+/* ---- agent commands on a connection ------------------------------------------------------ */
+
+/* Sends a 0x14 handshake and returns the 8-byte reply as an int64. */
+int64_t agent_handshake(int fd, int64_t version, const char *pod, const char *service, const char *ns);
+/* Sends a 0x15 INIT and reads the 36-byte reply; fails unless the handle is non-null. */
+void agent_init(int fd, const char *stream, int32_t seq, int32_t reset, uint8_t reply[36]);
+/* Sends p[0..n) as RCV_DATA payloads of at most chunk (<= 1024) bytes, then one 0x11, and
+ * reads the acks: all must be 0x00. Returns the number of acks (payloads + 1). */
+size_t agent_send_stream(int fd, const uint8_t handle[16], const uint8_t *p, size_t n, size_t chunk);
+/* Appends RCV_DATA commands (payloads of at most chunk bytes) to b; returns their count. */
+size_t agent_put_data(cp_buf *b, const uint8_t handle[16], const uint8_t *p, size_t n, size_t chunk);
+
+/* ---- the cloudprof CLI -------------------------------------------------------------------- */
+
+/* Runs CLOUDPROF_BIN with argv (NULL-terminated, without argv[0]); stdout goes to out,
+ * stderr to err (either may be NULL to discard). Returns the exit status (128+signal if
+ * killed). Fails the test if it runs for more than 30 s. */
+int cli_run(cp_buf *out, cp_buf *err, const char *const *argv);
+/* `cloudprof raw --data DIR --namespace NS --pod POD --stream NAME --index N` -> out. */
+void raw_fetch(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out);
+
+typedef struct raw_entry {
+    char ns[256];
+    char pod[256];
+    char restart[32];
+    char stream[64];
+    int index;
+    long long bytes;
+} raw_entry;
+
+/* `cloudprof raw --data DIR --list`, parsed (header line skipped). Returns the count;
+ * *entries is malloc'ed. */
+size_t raw_list(const test_server *s, raw_entry **entries);
+/* Number of list entries of one pod. */
+size_t raw_count_pod(const raw_entry *e, size_t n, const char *pod);
+
+/* Path of a stored stream file in the raw tree (names escaped as the server does). */
+void raw_tree_path(const test_server *s, const char *ns, const char *pod, const char *restart, const char *stream,
+                   int index, char *out, size_t outlen);
+
+/* ---- checking stored bytes ----------------------------------------------------------------- */
+
+/* Decodes a whole stream file with cp_dec. Returns cp_dec_finish()'s status (CP_OK: the
+ * file decodes cleanly and ends on a record boundary) and the number of records as
+ * `cloudprof decode` prints them (for a trace: events); the error text goes to why (may
+ * be NULL). */
+int decode_file(const char *stream, const uint8_t *p, size_t n, uint64_t *records, char *why, size_t whylen);
+/* Writes bytes to ROOT/name and runs `cloudprof decode KIND FILE`; returns the exit
+ * status and the number of output lines. */
+int cli_decode(const test_server *s, const char *kind, const uint8_t *p, size_t n, size_t *lines);
+/* Asserts a == b with a readable message (first difference). */
+void assert_bytes_equal(const char *what, const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
+/* ---- the catalog --------------------------------------------------------------------------- */
+
+/* SELECT count(*) with one text parameter (bound to ?1) on DIR/catalog.db, read-only. */
+long long catalog_count(const test_server *s, const char *sql, const char *arg);
+/* Every word of a dictionary stream file is in the catalog for pod at its id (0-based
+ * arrival position); returns the number of words checked. (For a pod with one restart.) */
+size_t catalog_check_dictionary(const test_server *s, const char *pod, const uint8_t *p, size_t n);
+/* Every record of a params stream file is in the catalog for pod with the same flags,
+ * order and signature; returns the number of records checked. */
+size_t catalog_check_params(const test_server *s, const char *pod, const uint8_t *p, size_t n);
+
+#endif
