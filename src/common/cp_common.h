@@ -243,4 +243,8 @@ int cp_read_file(const char *path, size_t max, cp_buf *out);
 
 #define CP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Two's-complement addition without undefined behaviour: times read from the network
+ * can be anything, and a garbage time must stay garbage, not become UB. */
+static inline int64_t cp_add_wrap64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 #endif

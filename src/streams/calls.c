@@ -97,8 +97,9 @@ static inline __attribute__((always_inline)) int parse_record(cp_dec *d, cp_rd *
             RD(cp_rd_str16(r, lim->max_string_units, &rec->thread_name));
             *new_thread = 1;
         } else {
-            rec->thread_name.be = c->names.data + c->name_off[rec->thread_index];
             rec->thread_name.n = c->name_len[rec->thread_index];
+            /* an empty first name leaves names.data NULL: never offset a NULL pointer */
+            rec->thread_name.be = rec->thread_name.n ? c->names.data + c->name_off[rec->thread_index] : NULL;
         }
         RD(cp_rd_varint(r, &rec->logs_written));
         RD(cp_rd_varint(r, &v));
@@ -144,7 +145,7 @@ static inline __attribute__((always_inline)) int parse_record(cp_dec *d, cp_rd *
     }
     uint32_t off = 0;
     for (int32_t i = 0; i < np; i++) {
-        c->params[i].values = c->values + off;
+        c->params[i].values = c->params[i].nvalues ? c->values + off : NULL; /* values may be NULL */
         off += c->params[i].nvalues;
     }
     rec->nparams = (uint32_t)np;
@@ -190,7 +191,7 @@ static int parse_calls_at(cp_dec *d, cp_rd *r)
             return cp_dec_fail(d, st, at, "%s", why);
         }
         rec.offset = at;
-        rec.start_ms = c->time_ms + rec.time_delta;
+        rec.start_ms = cp_add_wrap64(c->time_ms, rec.time_delta);
         if (new_thread) {
             /* copy the name before the callback, which may keep the index for later records */
             if (add_thread(c, rec.thread_name) != CP_OK) return cp_dec_fail(d, CP_ENOMEM, at, "out of memory");

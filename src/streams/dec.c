@@ -139,8 +139,10 @@ static int parse_phrase_body(cp_dec *d, phrase_state *ps, cp_rd *r, uint64_t bod
             cp_word_rec w;
             if (d->kind == CP_STREAM_POSDICTIONARY) {
                 st = cp_rd_varint(r, &w.id);
-                if (st == CP_OK && w.id < 0) return cp_dec_fail(d, CP_EPROTO, at, "negative dictionary id %d", w.id);
+                if (st == CP_OK && (w.id < 0 || w.id == INT32_MAX))
+                    return cp_dec_fail(d, CP_EPROTO, at, "dictionary id %d out of range", w.id);
             } else {
+                if (ps->next_id == INT32_MAX) return cp_dec_fail(d, CP_ELIMIT, at, "more than 2^31-1 dictionary words");
                 w.id = ps->next_id;
                 st = CP_OK;
             }
@@ -168,7 +170,7 @@ static int parse_phrase_body(cp_dec *d, phrase_state *ps, cp_rd *r, uint64_t bod
             st = cp_rd_varint(r, &sr.delta_ms);
             if (st == CP_OK) st = cp_rd_varint(r, &sr.duration_ms);
             if (st != CP_OK) break;
-            ps->suspend_time += sr.delta_ms;
+            ps->suspend_time = cp_add_wrap64(ps->suspend_time, sr.delta_ms);
             sr.end_ms = ps->suspend_time;
             EMIT(on_suspend, &sr);
             continue;

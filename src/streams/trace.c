@@ -154,7 +154,7 @@ int cp_dec_parse_trace(cp_dec *d, cp_rd *rp)
             ts->in_chunk = 0;
             d->committed = d->base + r->pos;
             t.type = CP_TRACE_CHUNK_END;
-            t.time_ms = ts->timer_start + l.elapsed;
+            t.time_ms = cp_add_wrap64(ts->timer_start, l.elapsed);
             clear_event(&t);
             if ((st = emit(&l, &t, at)) != CP_OK) return st;
             continue;
@@ -173,7 +173,7 @@ int cp_dec_parse_trace(cp_dec *d, cp_rd *rp)
             return cp_dec_fail(d, CP_ELIMIT, at, "more than %u events in one chunk", d->lim.max_chunk_events);
         }
         l.elapsed += delta;
-        t.time_ms = ts->timer_start + l.elapsed;
+        t.time_ms = cp_add_wrap64(ts->timer_start, l.elapsed);
         l.index++;
         if ((st = emit(&l, &t, at)) != CP_OK) return st;
     }

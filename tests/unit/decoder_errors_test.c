@@ -5,6 +5,7 @@
 #include "streams/cp_streams.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 /* Builders for synthetic stream bytes. */
 static void put_str16(cp_buf *b, const char *ascii)
@@ -258,6 +259,43 @@ static void test_consumer_abort_and_posdictionary(void **state)
     cp_buf_free(&b);
 }
 
+
+/* Inputs the fuzzers found undefined behaviour on (integer overflow on hostile times and
+ * ids, NULL pointer offsets). Under UBSan (the ASan suite) any regression aborts. */
+static void test_fuzz_regressions(void **state)
+{
+    (void)state;
+    static const struct {
+        cp_stream_kind kind;
+        const char *hex;
+        int status;
+        uint64_t records;
+    } cases[] = {
+        {CP_STREAM_POSDICTIONARY, "00000006ffffffff0700", CP_EPROTO, 0},
+        {CP_STREAM_SUSPEND, "0000000a7fffffffffffffff0100", CP_OK, 1},
+        {CP_STREAM_CALLS, "7fffffffffffffff0200000000000000", CP_OK, 1},
+        {CP_STREAM_TRACE, "7fffffffffffffff000000000000000000000000000000000400", CP_AGAIN, 3},
+        {CP_STREAM_CALLS, "000000000000000000000000000000010000", CP_OK, 1},
+        {CP_STREAM_CALLS, "fffefdfc00000001" "00000000000000000000000000000000000000000000000000000000000000",
+         CP_OK, 2},
+    };
+    for (size_t i = 0; i < CP_ARRAY_LEN(cases); i++) {
+        cp_buf b;
+        cp_buf_init(&b);
+        for (const char *h = cases[i].hex; h[0] && h[1]; h += 2) {
+            unsigned v;
+            sscanf(h, "%2x", &v);
+            cp_buf_putc(&b, (uint8_t)v);
+        }
+        uint64_t c, n;
+        int st = feed_all(cases[i].kind, &b, NULL, &c, &n);
+        if (getenv("CP_PRINT")) printf("case %zu: %d %llu\n", i, st, (unsigned long long)n);
+        if (st != cases[i].status || n != cases[i].records)
+            fail_msg("case %zu: status %d records %llu", i, st, (unsigned long long)n);
+        cp_buf_free(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_calls_errors),
         cmocka_unit_test(test_trace_errors),
         cmocka_unit_test(test_consumer_abort_and_posdictionary),
+        cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# scripts/test.sh -- sets the machine up and runs the whole test suite:
+#   0. scripts/setup.sh             missing Debian packages + the normal build in build/
+#   1. ctest of build/
+#   2. an ASan+UBSan build in build-asan/ (gcc, CP_SANITIZE=ON) and its ctest
+#   3. scripts/fuzz.sh 10           every libFuzzer target for 10 s (clang, ASan+UBSan)
+# Every step runs even if an earlier one failed; the exit status is non-zero if any
+# failed. The last line counts ctest tests (both builds) and fuzz targets:
+#   summary: N passed, M failed
+# Logs: build-logs/<step>.log. This is what .ci/run runs.
+#
+# usage: scripts/test.sh
+# env:   FUZZ_SECONDS   seconds per fuzz target (default 10)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+logs=$root/build-logs
+mkdir -p "$logs"
+jobs=$(nproc)
+t_start=$(date +%s)
+
+step_names=()
+step_status=()
+step_secs=()
+passed=0
+failed=0
+
+section() {
+    echo
+    echo "=================================================================================="
+    echo "== $*"
+    echo "=================================================================================="
+}
+
+# Counts ctest's closing line ("N% tests passed, F tests failed out of T") from a log.
+# A step that failed without such a line counts as one failure.
+count_ctest() {
+    local log=$1 rc=$2 line total fails
+    line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+    if [[ -n $line ]]; then
+        total=$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")
+        fails=$(sed -E 's/.*passed, ([0-9]+) tests? failed.*/\1/' <<<"$line")
+        passed=$((passed + total - fails))
+        failed=$((failed + fails))
+        if ((rc != 0 && fails == 0)); then failed=$((failed + 1)); fi
+    elif ((rc != 0)); then
+        failed=$((failed + 1))
+    fi
+}
+
+# Counts the per-target lines of scripts/fuzz.sh.
+count_fuzz() {
+    local log=$1 rc=$2 ok bad
+    ok=$(grep -cE '^fuzz: +fuzz_[a-z_]+ +ok ' "$log" || true)
+    bad=$(grep -cE '^fuzz: +fuzz_[a-z_]+ +FAIL ' "$log" || true)
+    passed=$((passed + ok))
+    failed=$((failed + bad))
+    if ((rc != 0 && bad == 0)); then failed=$((failed + 1)); fi
+}
+
+# run_step NAME COUNTER COMMAND...: runs COMMAND with its output shown and kept in
+# build-logs/NAME.log, records the result; never exits.
+run_step() {
+    local name=$1 counter=$2
+    shift 2
+    local log=$logs/$name.log t0 rc=0
+    t0=$(date +%s)
+    "$@" 2>&1 | tee "$log" || rc=$?
+    step_names+=("$name")
+    step_status+=("$rc")
+    step_secs+=($(($(date +%s) - t0)))
+    case $counter in
+        ctest) count_ctest "$log" "$rc" ;;
+        fuzz) count_fuzz "$log" "$rc" ;;
+        *) if ((rc != 0)); then failed=$((failed + 1)); fi ;;
+    esac
+}
+
+# (set -e does not apply inside run_step's pipeline: every command checks its status)
+asan_suite() {
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCP_SANITIZE=ON || return 1
+    cmake --build build-asan -j"$jobs" || return 1
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --test-dir build-asan --output-on-failure -j2
+}
+
+section "0/3 setup: packages + build/ (scripts/setup.sh)"
+run_step setup none "$root/scripts/setup.sh"
+
+section "1/3 ctest: build/ (RelWithDebInfo)"
+run_step ctest ctest ctest --test-dir build --output-on-failure -j2
+
+section "2/3 ctest: build-asan/ (ASan + UBSan)"
+run_step ctest-asan ctest asan_suite
+
+section "3/3 fuzz: every libFuzzer target, ${FUZZ_SECONDS:-10} s each (scripts/fuzz.sh)"
+run_step fuzz fuzz "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}"
+
+section "result"
+any_fail=0
+for i in "${!step_names[@]}"; do
+    st=ok
+    if [[ ${step_status[$i]} != 0 ]]; then
+        st="FAILED (exit ${step_status[$i]})"
+        any_fail=1
+    fi
+    printf '  %-12s %-20s %5ss   log: build-logs/%s.log\n' "${step_names[$i]}" "$st" "${step_secs[$i]}" "${step_names[$i]}"
+done
+echo "  total time: $(($(date +%s) - t_start))s"
+if ((any_fail == 0 && failed > 0)); then any_fail=1; fi
+echo "summary: $passed passed, $failed failed"
+exit $any_fail
