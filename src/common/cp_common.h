@@ -105,6 +105,29 @@ CP_INLINE int cp_rd_i64(cp_rd *r, int64_t *v)
     return CP_OK;
 }
 
+CP_INLINE int32_t cp_rd_varint_unchecked(cp_rd *r)
+{
+    const uint8_t *p = r->p + r->pos;
+    uint32_t b = p[0], acc = b;
+    size_t n = 1;
+    if (b >= 0x80) {
+        acc &= 0x7F;
+        b = p[1]; acc |= (b & 0x7F) << 7; n = 2;
+        if (b >= 0x80) {
+            b = p[2]; acc |= (b & 0x7F) << 14; n = 3;
+            if (b >= 0x80) {
+                b = p[3]; acc |= (b & 0x7F) << 21; n = 4;
+                if (b >= 0x80) {
+                    acc |= (uint32_t)p[4] << 28;
+                    n = 5;
+                }
+            }
+        }
+    }
+    r->pos += n;
+    return (int32_t)acc;
+}
+
 /* varint of the agent's DataOutputStreamEx (protocol.md §1.4): unsigned LEB128 of the
  * 32-bit pattern, at most 5 bytes; the 5th byte's high bit is ignored (Java semantics). */
 CP_INLINE int cp_rd_varint(cp_rd *r, int32_t *v)
@@ -112,24 +135,7 @@ CP_INLINE int cp_rd_varint(cp_rd *r, int32_t *v)
     const uint8_t *p = r->p + r->pos;
     size_t left = r->len - r->pos;
     if (left >= 5) { /* enough bytes for the longest form: no per-byte bounds checks */
-        uint32_t b = p[0], acc = b;
-        size_t n = 1;
-        if (b >= 0x80) {
-            acc &= 0x7F;
-            b = p[1]; acc |= (b & 0x7F) << 7; n = 2;
-            if (b >= 0x80) {
-                b = p[2]; acc |= (b & 0x7F) << 14; n = 3;
-                if (b >= 0x80) {
-                    b = p[3]; acc |= (b & 0x7F) << 21; n = 4;
-                    if (b >= 0x80) {
-                        acc |= (uint32_t)p[4] << 28; /* 5th byte: high bit ignored */
-                        n = 5;
-                    }
-                }
-            }
-        }
-        r->pos += n;
-        *v = (int32_t)acc;
+        *v = cp_rd_varint_unchecked(r);
         return CP_OK;
     }
     uint32_t acc = 0;
@@ -152,6 +158,8 @@ CP_INLINE int cp_rd_varint(cp_rd *r, int32_t *v)
     return CP_EPROTO; /* unreachable */
 }
 
+/* varint for callers that have already checked at least 5 bytes remain (e.g. once per
+ * record instead of once per field). */
 /* varlong (§1.5): standard unsigned LEB128 of 64 bits, at most 10 bytes. */
 CP_INLINE int cp_rd_varlong(cp_rd *r, int64_t *v)
 {
@@ -174,6 +182,24 @@ CP_INLINE int cp_rd_varlong(cp_rd *r, int64_t *v)
         }
     }
     return left < 10 ? CP_AGAIN : CP_EPROTO; /* an 11th byte: no valid writer does this */
+}
+
+/* varlong for callers that have checked at least 10 bytes remain. CP_EPROTO if all ten
+ * bytes carry the continuation bit (as cp_rd_varlong). */
+CP_INLINE int cp_rd_varlong_unchecked(cp_rd *r, int64_t *v)
+{
+    const uint8_t *p = r->p + r->pos;
+    uint64_t acc = 0;
+    for (size_t i = 0; i < 10; i++) {
+        uint8_t b = p[i];
+        acc |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            r->pos += i + 1;
+            *v = (int64_t)acc;
+            return CP_OK;
+        }
+    }
+    return CP_EPROTO;
 }
 
 /* zig-zag varint (§1.6), only the calls time delta. */

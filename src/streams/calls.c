@@ -68,6 +68,83 @@ static int parse_header(cp_dec *d, cp_rd *r)
     return CP_OK;
 }
 
+/* Bytes the fixed-width parts of a record can take at most: the fields before the
+ * thread name (5 varints), the fields after it (8 varints, 7 varlongs), and one
+ * parameter's id and value count. With that much room left, varints are read without
+ * per-field bounds checks (`roomy`, a constant at each call site). */
+#define HEAD_MAX 25
+#define BODY_MAX 110
+#define PARAM_HEAD_MAX 10
+
+#define VI(dst)                                                                                                        \
+    do {                                                                                                               \
+        if (roomy) (dst) = cp_rd_varint_unchecked(r);                                                                  \
+        else if ((st = cp_rd_varint(r, &(dst))) != CP_OK) return st;                                                   \
+    } while (0)
+#define VL(dst)                                                                                                        \
+    do {                                                                                                               \
+        if ((st = roomy ? cp_rd_varlong_unchecked(r, &(dst)) : cp_rd_varlong(r, &(dst))) != CP_OK) return st;          \
+    } while (0)
+
+/* Fields 1-5 (time delta .. thread index). */
+static inline __attribute__((always_inline)) int read_head(cp_rd *r, cp_call_rec *rec, int fmt, const int roomy)
+{
+    int st;
+    int32_t u;
+    VI(u);
+    rec->time_delta = (int32_t)(((uint32_t)u >> 1) ^ (0u - ((uint32_t)u & 1u))); /* zig-zag */
+    VI(rec->method);
+    VI(rec->duration_ms);
+    VI(rec->calls);
+    if (fmt >= 1) VI(rec->thread_index);
+    return CP_OK;
+}
+
+/* Fields 6-20 (logs .. parameter count). */
+static inline __attribute__((always_inline)) int read_body(cp_rd *r, cp_call_rec *rec, int fmt, int32_t *np,
+                                                           const int roomy)
+{
+    int st;
+    int32_t v;
+    if (fmt >= 1) {
+        VI(rec->logs_written);
+        VI(v);
+        rec->logs_generated = (int32_t)((uint32_t)v + (uint32_t)rec->logs_written);
+    }
+    VI(rec->trace_file_index);
+    VI(rec->buffer_offset);
+    VI(rec->record_index);
+    if (fmt >= 2) {
+        VL(rec->cpu_time);
+        VL(rec->wait_time);
+        VL(rec->memory_used);
+    }
+    if (fmt >= 3) {
+        VL(rec->file_read);
+        VL(rec->file_written);
+        VL(rec->net_read);
+        VL(rec->net_written);
+    }
+    if (fmt >= 4) {
+        VI(rec->transactions);
+        VI(rec->queue_wait_ms);
+    }
+    VI(*np);
+    return CP_OK;
+}
+
+static inline __attribute__((always_inline)) int read_param_head(cp_rd *r, cp_call_param *p, int32_t *nv,
+                                                                 const int roomy)
+{
+    int st;
+    VI(p->id);
+    VI(*nv);
+    return CP_OK;
+}
+
+#undef VI
+#undef VL
+
 /* One record. CP_AGAIN: incomplete (caller rewinds). Fills rec; params/values point into
  * the state's scratch arrays and the input. */
 static inline __attribute__((always_inline)) int parse_record(cp_dec *d, cp_rd *r, cp_call_rec *rec,
@@ -77,73 +154,49 @@ static inline __attribute__((always_inline)) int parse_record(cp_dec *d, cp_rd *
     const cp_dec_limits *lim = &d->lim;
     int fmt = c->format;
     int st;
-    int32_t v;
-    memset(rec, 0, sizeof *rec);
+    if (fmt < 4) memset(rec, 0, sizeof *rec); /* format 4 writes every field */
     rec->format = fmt;
+    rec->thread_name.n = 0;
+    rec->thread_name.be = NULL;
     *new_thread = 0;
-#define RD(call)                                                                                                       \
-    do {                                                                                                               \
-        if ((st = (call)) != CP_OK) return st;                                                                         \
-    } while (0)
-    RD(cp_rd_zigzag(r, &rec->time_delta));
-    RD(cp_rd_varint(r, &rec->method));
-    RD(cp_rd_varint(r, &rec->duration_ms));
-    RD(cp_rd_varint(r, &rec->calls));
+    st = cp_rd_left(r) >= HEAD_MAX ? read_head(r, rec, fmt, 1) : read_head(r, rec, fmt, 0);
+    if (st != CP_OK) return st;
     if (fmt >= 1) {
-        RD(cp_rd_varint(r, &rec->thread_index));
         if (rec->thread_index < 0 || (uint32_t)rec->thread_index > c->nthreads) return CP_EPROTO;
         if ((uint32_t)rec->thread_index == c->nthreads) {
             if (c->nthreads >= lim->max_threads) return CP_ELIMIT;
-            RD(cp_rd_str16(r, lim->max_string_units, &rec->thread_name));
+            if ((st = cp_rd_str16(r, lim->max_string_units, &rec->thread_name)) != CP_OK) return st;
             *new_thread = 1;
         } else {
             rec->thread_name.n = c->name_len[rec->thread_index];
             /* an empty first name leaves names.data NULL: never offset a NULL pointer */
             rec->thread_name.be = rec->thread_name.n ? c->names.data + c->name_off[rec->thread_index] : NULL;
         }
-        RD(cp_rd_varint(r, &rec->logs_written));
-        RD(cp_rd_varint(r, &v));
-        rec->logs_generated = (int32_t)((uint32_t)v + (uint32_t)rec->logs_written);
-    }
-    RD(cp_rd_varint(r, &rec->trace_file_index));
-    RD(cp_rd_varint(r, &rec->buffer_offset));
-    RD(cp_rd_varint(r, &rec->record_index));
-    if (fmt >= 2) {
-        RD(cp_rd_varlong(r, &rec->cpu_time));
-        RD(cp_rd_varlong(r, &rec->wait_time));
-        RD(cp_rd_varlong(r, &rec->memory_used));
-    }
-    if (fmt >= 3) {
-        RD(cp_rd_varlong(r, &rec->file_read));
-        RD(cp_rd_varlong(r, &rec->file_written));
-        RD(cp_rd_varlong(r, &rec->net_read));
-        RD(cp_rd_varlong(r, &rec->net_written));
-    }
-    if (fmt >= 4) {
-        RD(cp_rd_varint(r, &rec->transactions));
-        RD(cp_rd_varint(r, &rec->queue_wait_ms));
     }
     int32_t np;
-    RD(cp_rd_varint(r, &np));
+    st = cp_rd_left(r) >= BODY_MAX ? read_body(r, rec, fmt, &np, 1) : read_body(r, rec, fmt, &np, 0);
+    if (st != CP_OK) return st;
     if (np < 0) return CP_EPROTO;
     if ((uint32_t)np > lim->max_params) return CP_ELIMIT;
-    if (grow((void **)&c->params, &c->cap_params, (uint32_t)np, sizeof *c->params) != CP_OK) return CP_ENOMEM;
+    if ((uint32_t)np > c->cap_params && grow((void **)&c->params, &c->cap_params, (uint32_t)np, sizeof *c->params) != CP_OK)
+        return CP_ENOMEM;
     uint32_t nv_total = 0;
     for (int32_t i = 0; i < np; i++) {
         cp_call_param *p = &c->params[i];
         int32_t nv;
-        RD(cp_rd_varint(r, &p->id));
-        RD(cp_rd_varint(r, &nv));
+        st = cp_rd_left(r) >= PARAM_HEAD_MAX ? read_param_head(r, p, &nv, 1) : read_param_head(r, p, &nv, 0);
+        if (st != CP_OK) return st;
         if (p->id < 0 || nv < 0) return CP_EPROTO;
         if ((uint32_t)nv > lim->max_values) return CP_ELIMIT;
-        if (grow((void **)&c->values, &c->cap_values, nv_total + (uint32_t)nv, sizeof *c->values) != CP_OK)
+        if (nv_total + (uint32_t)nv > c->cap_values &&
+            grow((void **)&c->values, &c->cap_values, nv_total + (uint32_t)nv, sizeof *c->values) != CP_OK)
             return CP_ENOMEM;
         p->nvalues = (uint32_t)nv;
-        p->values = NULL; /* set below: c->values may move while growing */
-        for (int32_t k = 0; k < nv; k++) RD(cp_rd_str16(r, lim->max_string_units, &c->values[nv_total + k]));
+        for (int32_t k = 0; k < nv; k++)
+            if ((st = cp_rd_str16(r, lim->max_string_units, &c->values[nv_total + k])) != CP_OK) return st;
         nv_total += (uint32_t)nv;
     }
-    uint32_t off = 0;
+    uint32_t off = 0; /* c->values may have moved while growing: set the pointers last */
     for (int32_t i = 0; i < np; i++) {
         c->params[i].values = c->params[i].nvalues ? c->values + off : NULL; /* values may be NULL */
         off += c->params[i].nvalues;
@@ -154,7 +207,6 @@ static inline __attribute__((always_inline)) int parse_record(cp_dec *d, cp_rd *
         rec->buffer_offset < 0 || rec->record_index < 0)
         return CP_EPROTO;
     return CP_OK;
-#undef RD
 }
 
 int cp_dec_parse_calls(cp_dec *d, cp_rd *rp)
