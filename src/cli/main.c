@@ -12,6 +12,7 @@ static const struct {
     {"serve", cp_cli_serve, "run the collector (agent listener on :1715)"},
     {"decode", cp_cli_decode, "decode a stream file or a conversation capture to JSON Lines"},
     {"raw", cp_cli_raw, "print a stored stream file byte-identical to what the agent sent"},
+    {"emulate", cp_cli_emulate, "emulate profiler agents streaming to a collector (load test)"},
 };
 
 static void usage(FILE *f)
