@@ -37,6 +37,10 @@ static const char usage_text[] =
     "                           (CLOUDPROF_IDLE_TIMEOUT, default 120)\n"
     "  --max-connections N      refuse connections beyond N (CLOUDPROF_MAX_CONNECTIONS,\n"
     "                           default 20000)\n"
+    "  --max-open-files N       stream files kept open at once (an fd cache: idle files are\n"
+    "                           closed and reopened on their next write; a file is never\n"
+    "                           closed before its bytes are synced) (CLOUDPROF_MAX_OPEN_FILES,\n"
+    "                           default: from the fd limit, at most 4096)\n"
     "  --log-level LEVEL        error, warn, info or debug (CLOUDPROF_LOG_LEVEL, default info)\n"
     "  --ready-file FILE        once listening, atomically write 'agent_port=N' to FILE\n"
     "                           (CLOUDPROF_READY_FILE)\n"
@@ -152,7 +156,19 @@ static int add_rotation(serve_opts *o, const char *spec, char *why, size_t whyle
 
 /* ---- options --------------------------------------------------------------------------- */
 
-enum { OPT_HOST, OPT_PORT, OPT_DATA, OPT_VERSION, OPT_BLACKLIST, OPT_ROTATION, OPT_IDLE, OPT_MAXCONN, OPT_LOG, OPT_READY };
+enum {
+    OPT_HOST,
+    OPT_PORT,
+    OPT_DATA,
+    OPT_VERSION,
+    OPT_BLACKLIST,
+    OPT_ROTATION,
+    OPT_IDLE,
+    OPT_MAXCONN,
+    OPT_MAXFILES,
+    OPT_LOG,
+    OPT_READY
+};
 
 static const struct {
     const char *flag;
@@ -166,6 +182,7 @@ static const struct {
     [OPT_ROTATION] = {"--rotation", "CLOUDPROF_ROTATION"},
     [OPT_IDLE] = {"--idle-timeout", "CLOUDPROF_IDLE_TIMEOUT"},
     [OPT_MAXCONN] = {"--max-connections", "CLOUDPROF_MAX_CONNECTIONS"},
+    [OPT_MAXFILES] = {"--max-open-files", "CLOUDPROF_MAX_OPEN_FILES"},
     [OPT_LOG] = {"--log-level", "CLOUDPROF_LOG_LEVEL"},
     [OPT_READY] = {"--ready-file", "CLOUDPROF_READY_FILE"},
 };
@@ -202,6 +219,13 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
         if ((st = parse_u64(v, 10000000, &n)) == CP_OK && n > 0) o->cfg.max_connections = (uint32_t)n;
         else {
             snprintf(why, whylen, "%s: '%s' is not a connection count (1-10000000)", source, v);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_MAXFILES:
+        if ((st = parse_u64(v, 10000000, &n)) == CP_OK && n > 0) o->cfg.max_open_files = (uint32_t)n;
+        else {
+            snprintf(why, whylen, "%s: '%s' is not a file count (1-10000000)", source, v);
             st = CP_EINVAL;
         }
         break;

@@ -218,6 +218,7 @@ static void conn_release(cp_conn *c)
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     s->nconns--;
+    cp_srv_fd_budget(s);
     cp_rawlog_restart_free(&c->restart);
     cp_proto_free_ident(c);
     cp_buf_free(&c->in);
@@ -390,6 +391,12 @@ void cp_conn_accept(cp_server *s)
     peer_name(c);
     if (s->cfg->max_connections && s->nconns > s->cfg->max_connections) {
         cp_srv_log(s, CP_LOG_WARN, "%s: refused: %zu connections is the maximum", c->peer, (size_t)s->cfg->max_connections);
+        c->state = CONN_CLOSING;
+        hard_close(c, NULL);
+        return;
+    }
+    if (!cp_srv_fd_budget(s)) { /* this socket leaves too few fds for the files and the reserve */
+        cp_srv_fd_shortage(s, "fd reserve reached");
         c->state = CONN_CLOSING;
         hard_close(c, NULL);
         return;

@@ -29,6 +29,10 @@ typedef struct cp_server_config {
     int64_t rotation_period_ms[CP_STREAM_KIND_COUNT]; /* INIT reply, per stream kind */
     int64_t rotation_size[CP_STREAM_KIND_COUNT];
     uint32_t max_connections;         /* default 20000 */
+    uint32_t max_open_files;          /* stream-file fds kept open at most (soft cap of the
+                                       * fd cache); 0 (default) = derived from RLIMIT_NOFILE:
+                                       * limit - min(max_connections, limit/2) - 64, within
+                                       * [16, 4096] */
     uint32_t idle_timeout_ms;         /* default 120000; 0 = never */
     cp_server_log_fn log;             /* NULL = silent */
     void *log_ud;
@@ -42,13 +46,13 @@ void cp_server_config_default(cp_server_config *cfg);
 typedef struct cp_server cp_server;
 
 /* Raises RLIMIT_NOFILE, creates the data directory, opens <data>/catalog.db, binds and
- * listens. The config (and the strings it points to) must outlive the server. On
- * failure returns a negative status and err says why. */
+ * listens, and installs the SIGINT/SIGTERM handlers (a signal that arrives before
+ * cp_server_run stops the run gracefully). The config (and the strings it points to)
+ * must outlive the server. On failure returns a negative status and err says why. */
 int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size_t errlen);
 /* The bound TCP port (the real one when cfg->port was 0). */
 int cp_server_port(const cp_server *s);
-/* Runs the event loop until stopped. Installs SIGINT/SIGTERM handlers that stop it
- * gracefully. Returns CP_OK. */
+/* Runs the event loop until stopped (SIGINT/SIGTERM or cp_server_stop). Returns CP_OK. */
 int cp_server_run(cp_server *s);
 /* Graceful stop from the loop thread: stop accepting, finalize connections (sync and
  * close files), commit the catalog; cp_server_run then returns. */

@@ -130,7 +130,7 @@ static int rotate(cp_conn *c, cp_stream_slot *slot)
 {
     cp_sfile *old = slot->file;
     cp_sfile_finalize(old);
-    if (old->dirty) {
+    if (old->raw.dirty) {
         if (cp_sync_join(c, 0) != CP_OK) return init_fail(c, "cannot schedule fsync");
         return CP_PROTO_RETRY;
     }
@@ -197,6 +197,27 @@ static cp_sfile *find_file(cp_conn *c, const uint8_t handle[16])
     return NULL;
 }
 
+/* No fd for the file: every open stream file is dirty or pinned (or sockets use the
+ * budget). Syncing dirty files makes them closable, so this connection and others with
+ * dirty files join a sync batch and the RCV_DATA is handled again afterwards. */
+static int on_fd_shortage(cp_conn *c, cp_sfile *f)
+{
+    if (c->fd_retries >= CP_SRV_FD_RETRIES) {
+        c->fd_retries = 0;
+        cp_conn_fail(c, "%s file %lld: no file descriptor available (%zu stream files open, %zu connections)",
+                     cp_stream_kind_name(f->kind), (long long)f->seq + 1, c->srv->files.open, c->srv->nconns);
+        return CP_PROTO_STOP;
+    }
+    c->fd_retries++;
+    if (cp_sync_pressure(c) != CP_OK) {
+        cp_conn_fail(c, "cannot schedule fsync: out of memory");
+        return CP_PROTO_STOP;
+    }
+    cp_srv_log(c->srv, CP_LOG_DEBUG, "%s: pod %s: waiting for a sync to free a file descriptor", c->peer,
+               c->pod.pod_id);
+    return CP_PROTO_RETRY;
+}
+
 static int on_data(cp_conn *c, const cp_cmd *cmd)
 {
     if (!need_identified(c, cmd)) return CP_PROTO_STOP;
@@ -207,7 +228,10 @@ static int on_data(cp_conn *c, const cp_cmd *cmd)
         cp_conn_fail(c, "RCV_DATA for unknown handle %s", h);
         return CP_PROTO_STOP;
     }
-    if (cp_sfile_write(f, cmd->u.data.payload.p, cmd->u.data.payload.n) != CP_OK) {
+    int st = cp_sfile_write(f, cmd->u.data.payload.p, cmd->u.data.payload.n);
+    if (st == CP_AGAIN) return on_fd_shortage(c, f);
+    c->fd_retries = 0;
+    if (st != CP_OK) {
         cp_conn_fail(c, "%s file %lld rejected: %s", cp_stream_kind_name(f->kind), (long long)f->seq + 1,
                      f->error ? f->error : "?");
         return CP_PROTO_STOP;

@@ -3,11 +3,13 @@
 #include "server_internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #define SWEEP_INTERVAL_MS 1000
 
@@ -49,6 +51,11 @@ void cp_srv_log(cp_server *s, int level, const char *fmt, ...)
 static void on_connection(uv_stream_t *l, int status)
 {
     cp_server *s = l->data;
+    if (status == UV_EMFILE || status == UV_ENFILE) {
+        /* libuv has already accepted and closed the waiting connections */
+        cp_srv_fd_shortage(s, uv_strerror(status));
+        return;
+    }
     if (status < 0) {
         cp_srv_log(s, CP_LOG_ERROR, "accept: %s", uv_strerror(status));
         return;
@@ -86,13 +93,55 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
 
-static void raise_nofile(void)
+/* Raises the soft RLIMIT_NOFILE to the hard one; returns the soft limit in effect. */
+static size_t raise_nofile(void)
 {
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+    if (rl.rlim_cur < rl.rlim_max) {
         rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) getrlimit(RLIMIT_NOFILE, &rl);
     }
+    return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)rl.rlim_cur;
+}
+
+/* The fd cache size: what the fd limit leaves after the sockets of the connections we
+ * expect (at most half the limit when max_connections is larger than the machine
+ * allows) and a reserve, within [CP_SRV_MIN_FILES, CP_SRV_MAX_OPEN_FILES]. */
+static size_t open_files_limit(const cp_server_config *cfg, size_t nofile)
+{
+    if (cfg->max_open_files) return cfg->max_open_files;
+    size_t sockets = cfg->max_connections < nofile / 2 ? cfg->max_connections : nofile / 2;
+    size_t left = nofile > sockets + CP_SRV_FD_RESERVE ? nofile - sockets - CP_SRV_FD_RESERVE : 0;
+    if (left < CP_SRV_MIN_FILES) left = CP_SRV_MIN_FILES;
+    return left < CP_SRV_MAX_OPEN_FILES ? left : CP_SRV_MAX_OPEN_FILES;
+}
+
+/* Connections are refused for lack of descriptors: log it (at most every 10 s, with a
+ * count) and close idle cached fds so that the next connection finds room. */
+void cp_srv_fd_shortage(cp_server *s, const char *why)
+{
+    s->fd_refused++;
+    size_t closed = cp_rawlog_fdcache_shrink(&s->files, CP_SRV_FD_RESERVE);
+    uint64_t now = uv_now(&s->loop);
+    if (s->fd_refused_logged_ms && now - s->fd_refused_logged_ms < 10000) return;
+    s->fd_refused_logged_ms = now;
+    cp_srv_log(s, CP_LOG_WARN,
+               "out of file descriptors (%s): connection refused (%llu so far); %zu connections, "
+               "%zu stream files open (%zu closed now), fd limit %zu",
+               why, (unsigned long long)s->fd_refused, s->nconns, s->files.open, closed, s->nofile);
+}
+
+/* The fds stream files may use: what the limit leaves after the sockets and the
+ * reserve. Applied as the fd cache's hard cap whenever the connection count changes;
+ * returns 0 if that leaves fewer than CP_SRV_MIN_FILES, or fewer than the files already
+ * open (dirty or pinned, so not closable now). */
+int cp_srv_fd_budget(cp_server *s)
+{
+    size_t used = s->nconns + CP_SRV_FD_RESERVE;
+    size_t budget = s->nofile > used ? s->nofile - used : 0;
+    cp_rawlog_fdcache_set_max_open(&s->files, budget);
+    return s->files.open <= budget && budget >= CP_SRV_MIN_FILES;
 }
 
 static int bind_listener(cp_server *s, char *err, size_t errlen)
@@ -126,7 +175,7 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
         snprintf(err, errlen, "protocol version must be %d or %d", CP_PROTOCOL_V2, CP_PROTOCOL_V3);
         return CP_EINVAL;
     }
-    raise_nofile(); /* each agent costs a socket plus one fd per open stream file */
+    size_t nofile = raise_nofile(); /* each agent costs a socket; stream files share the fd cache */
     signal(SIGPIPE, SIG_IGN); /* a vanished agent must be an EPIPE, not a dead collector */
     if (cp_mkdirs(cfg->data_dir, 0755) != CP_OK) {
         snprintf(err, errlen, "cannot create data directory %s: %s", cfg->data_dir, strerror(errno));
@@ -138,6 +187,9 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
         return CP_ENOMEM;
     }
     s->cfg = cfg;
+    s->fs_fd = -1;
+    s->nofile = nofile;
+    cp_rawlog_fdcache_init(&s->files, open_files_limit(cfg, nofile));
     cp_sync_init(s);
     int st = uv_loop_init(&s->loop) == 0 ? CP_OK : CP_EIO;
     if (st != CP_OK) {
@@ -162,11 +214,17 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
         st = CP_EINVAL;
     }
     if (st == CP_OK) st = cp_catalog_open_sqlite(path, &s->catalog, err, errlen);
+    if (st == CP_OK) s->fs_fd = open(cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* -1: no syncfs */
     if (st == CP_OK) st = bind_listener(s, err, errlen);
     if (st != CP_OK) {
         cp_server_close(s);
         return st;
     }
+    /* handlers now, not in cp_server_run: a caller may announce readiness in between, and
+     * a SIGTERM right after that must stop the server gracefully, not kill it */
+    uv_signal_start(&s->sigint, on_signal, SIGINT);
+    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+    cp_srv_log(s, CP_LOG_INFO, "fd limit %zu: at most %zu stream files open at once", nofile, s->files.limit);
     *out = s;
     return CP_OK;
 }
@@ -177,8 +235,6 @@ int cp_server_run(cp_server *s)
 {
     uv_check_start(&s->check, on_check);
     uv_timer_start(&s->sweep, on_sweep, SWEEP_INTERVAL_MS, SWEEP_INTERVAL_MS);
-    uv_signal_start(&s->sigint, on_signal, SIGINT);
-    uv_signal_start(&s->sigterm, on_signal, SIGTERM);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     if (cp_catalog_commit(s->catalog) != CP_OK)
         cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
@@ -209,7 +265,10 @@ void cp_srv_maybe_finish(cp_server *s)
     uv_close((uv_handle_t *)&s->sweep, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
-    cp_srv_log(s, CP_LOG_INFO, "stopped");
+    cp_srv_log(s, CP_LOG_INFO,
+               "stopped (stream-file opens %llu, fds closed by the cache %llu, opens beyond its limit %llu)",
+               (unsigned long long)s->files.opens, (unsigned long long)s->files.evictions,
+               (unsigned long long)s->files.over_limit);
 }
 
 static void close_any(uv_handle_t *h, void *arg)
@@ -225,6 +284,7 @@ void cp_server_close(cp_server *s)
     uv_run(&s->loop, UV_RUN_DEFAULT);
     uv_loop_close(&s->loop);
     cp_catalog_close(s->catalog);
+    if (s->fs_fd >= 0) close(s->fs_fd);
     cp_sync_free(s);
     cp_buf_free(&s->scratch);
     free(s->rbuf);

@@ -26,6 +26,11 @@
 #define CP_SRV_STASH_HIGH (1024 * 1024)    /* input stashed during a sync that pauses reading */
 #define CP_SRV_LINGER_MS 5000              /* how long a closing connection may drain */
 #define CP_SRV_TOUCH_MS 30000              /* pods.last_active update interval */
+#define CP_SRV_FD_RESERVE 64               /* fds kept free for the catalog, dir fsyncs, libuv */
+#define CP_SRV_MIN_FILES 16                /* fds a new connection must leave for stream files */
+#define CP_SRV_MAX_OPEN_FILES 4096         /* ceiling of the derived open-file cache size */
+#define CP_SRV_PRESSURE_FILES 256          /* dirty files a shortage of fds syncs at least */
+#define CP_SRV_FD_RETRIES 100              /* syncs a write waits for an fd before failing */
 
 typedef struct cp_server cp_server;
 typedef struct cp_conn cp_conn;
@@ -38,11 +43,10 @@ struct cp_sfile {
     uint8_t handle[16];
     int32_t seq;              /* file index = seq + 1 */
     int32_t first_word_id;    /* dictionary id of this file's first word */
-    uint8_t dirty;            /* written or truncated since the last fdatasync */
     uint8_t finalized;
     uint8_t failed;
     int64_t opened_ms;
-    cp_rawlog_file raw;
+    cp_rawlog_file raw;       /* raw.dirty: written or cut since its last sync began */
     cp_dec *dec;              /* created on the first payload; NULL for raw-only kinds */
     char *error;              /* why the file failed */
 };
@@ -74,6 +78,7 @@ struct cp_conn {
     uint8_t handle_gone;      /* close callback ran */
     uint8_t shut;             /* 1: uv_shutdown issued, 2: done (draining input) */
     uint8_t writing;          /* a uv_write is in flight */
+    uint8_t fd_retries;       /* RCV_DATA retried in a row for lack of an fd */
     const char *close_reason; /* deferred close while in a batch */
     size_t write_queued;      /* bytes of the in-flight uv_write */
     uint64_t last_io_ms;      /* loop time of the last read */
@@ -95,8 +100,9 @@ typedef struct cp_sync_batch {
     cp_server *srv;
     cp_conn **members;
     size_t nmembers, cap_members;
-    int *fds;
-    size_t nfds, cap_fds;
+    int *fds;                 /* what the worker fdatasyncs (pinned in the fd cache) */
+    cp_rawlog_file **files;   /* their files (nfds of them), unpinned on the loop thread after */
+    size_t nfds, cap_fds, cap_files;
     cp_buf dirs;              /* NUL-terminated directory paths */
     int err;                  /* errno of the first failure, 0 if none */
 } cp_sync_batch;
@@ -112,6 +118,11 @@ struct cp_server {
     int stopping;
     int finished;             /* loop handles closed */
     cp_catalog *catalog;
+    cp_rawlog_fdcache files;  /* open stream-file fds, capped (cp_rawlog.h) */
+    int fs_fd;                /* the data directory, for syncfs of large batches (-1: none) */
+    size_t nofile;            /* RLIMIT_NOFILE soft limit after raising it */
+    uint64_t fd_refused;      /* connections refused for lack of fds */
+    uint64_t fd_refused_logged_ms; /* last time that was logged (rate limit) */
     cp_conn *conns;           /* list head */
     size_t nconns;
     cp_sync_batch batches[2];
@@ -125,6 +136,12 @@ struct cp_server {
 void cp_srv_log(cp_server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int cp_srv_log_enabled(const cp_server *s, int level);
 void cp_srv_maybe_finish(cp_server *s);
+/* A connection was refused for lack of fds: count, log (rate-limited), free cached fds. */
+void cp_srv_fd_shortage(cp_server *s, const char *why);
+/* After the connection count changed: caps the stream files at the fds the sockets and
+ * the reserve leave (closing clean ones); 0 if that leaves fewer than CP_SRV_MIN_FILES
+ * or the open files still exceed it (then a new connection is refused). */
+int cp_srv_fd_budget(cp_server *s);
 
 /* conn.c */
 void cp_conn_accept(cp_server *s);
@@ -148,8 +165,10 @@ void cp_proto_free_ident(cp_conn *c);
 
 /* sfile.c */
 int cp_sfile_open(cp_conn *c, cp_stream_kind kind, int32_t seq, int32_t first_word_id, cp_sfile **out);
-/* Decodes then appends one payload. On failure the file is failed, its raw bytes cut to
- * the clean prefix, and the reason is in f->error. */
+/* Decodes then appends one payload. CP_AGAIN: no fd could be opened for the file (all
+ * open ones are dirty or pinned); nothing was done and the write can be retried after a
+ * sync. On other failures the file is failed, its raw bytes cut to the clean prefix,
+ * and the reason is in f->error. */
 int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n);
 /* Ends the file: finish the decoder, drop a torn tail, mark the catalog row. Idempotent. */
 void cp_sfile_finalize(cp_sfile *f);
@@ -161,6 +180,9 @@ void cp_sync_init(cp_server *s);
 void cp_sync_free(cp_server *s);
 /* Adds the connection's unsynced files and directories to the pending batch. */
 int cp_sync_join(cp_conn *c, int ack);
+/* No fd could be opened for c's write: c and other connections with dirty files join
+ * the pending batch (no ack), so that once synced their fds can be closed. */
+int cp_sync_pressure(cp_conn *c);
 /* Hands the pending batch to the threadpool unless one is in flight. */
 void cp_sync_submit(cp_server *s);
 

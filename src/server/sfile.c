@@ -65,14 +65,14 @@ int cp_sfile_open(cp_conn *c, cp_stream_kind kind, int32_t seq, int32_t first_wo
     f->opened_ms = cp_now_ms();
     f->raw.fd = -1;
     int st = new_handle(c, f->handle);
-    if (st == CP_OK) st = cp_rawlog_file_open(&c->restart, cp_stream_kind_name(kind), (int64_t)seq + 1, &f->raw);
+    if (st == CP_OK)
+        st = cp_rawlog_file_open(&c->srv->files, &c->restart, cp_stream_kind_name(kind), (int64_t)seq + 1, &f->raw);
     if (st != CP_OK) {
         cp_srv_log(c->srv, CP_LOG_ERROR, "%s: cannot open %s file %lld: %s", c->peer, cp_stream_kind_name(kind),
                    (long long)seq + 1, strerror(errno));
         free(f);
         return st;
     }
-    f->dirty = f->raw.size > 0; /* reopened an existing file: be safe */
     char handle[37];
     cp_catalog_stream row;
     catalog_row(f, &row, handle);
@@ -145,12 +145,17 @@ static void cut_to_committed(cp_sfile *f, const uint8_t *p, size_t n)
     }
     if (st != CP_OK)
         cp_srv_log(f->conn->srv, CP_LOG_ERROR, "%s: cannot cut %s: %s", f->conn->peer, f->raw.path, strerror(errno));
-    f->dirty = 1;
 }
 
 int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
 {
     if (f->failed) return CP_EIO;
+    /* the fd first: the decoder must see a payload only if it will be stored */
+    if (n && cp_rawlog_file_prepare(&f->raw) != CP_OK) {
+        if (errno == EMFILE || errno == ENFILE) return CP_AGAIN; /* nothing changed: retry later */
+        set_error(f, "open %s: %s", f->raw.path, strerror(errno));
+        return CP_EIO;
+    }
     int st = ensure_decoder(f);
     if (st != CP_OK) {
         set_error(f, "out of memory for the decoder");
@@ -169,7 +174,6 @@ int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
         set_error(f, "write %s: %s", f->raw.path, strerror(errno));
         return st;
     }
-    if (n) f->dirty = 1;
     return CP_OK;
 }
 
@@ -189,7 +193,6 @@ static void drop_torn_tail(cp_sfile *f)
                        (unsigned long long)(f->raw.size - keep));
             if (cp_rawlog_file_truncate(&f->raw, keep) != CP_OK)
                 set_error(f, "truncate %s: %s", f->raw.path, strerror(errno));
-            f->dirty = 1;
         }
     } else if (st < 0) {
         set_error(f, "%s", cp_dec_error(f->dec));

@@ -1,15 +1,20 @@
 /* syncbatch.c -- group commit (storage.md ingest rule 2).
  *
- * A connection that needs durability (a REQUEST_ACK_FLUSH, a rotation, a close) joins
- * the pending batch with the fds of its files written since its last sync and the
- * directories whose new entries are not yet durable, and stops processing input. Once
- * per loop iteration (the check phase, after the catalog commit) the pending batch goes
- * to the threadpool if no batch is in flight; a worker fdatasyncs every fd and fsyncs
- * every directory; back on the loop each member gets its answer. So the fsyncs of all
- * connections that flushed while one batch ran are shared by the next batch.
+ * A connection that needs durability (a REQUEST_ACK_FLUSH, a rotation, a close, or a
+ * write that found no free fd -- see cp_sync_pressure) joins the pending batch with the
+ * fds of its files written since its last sync and the directories whose new entries
+ * are not yet durable, and stops processing input. Once per loop iteration (the check
+ * phase, after the catalog commit) the pending batch goes to the threadpool if no batch
+ * is in flight; a worker fdatasyncs every fd and fsyncs every directory (or, for a batch
+ * of 8 or more on the data directory's file system, runs one syncfs); back on the loop
+ * each member gets its answer. So the fsyncs of all connections that flushed while one
+ * batch ran are shared by the next batch.
  *
  * The worker only reads the batch's own copies (fds, paths). A member connection is
- * never freed, and its fds never closed, while it is in a batch (conn.c defers that).
+ * never freed while it is in a batch (conn.c defers that), and the fds handed to the
+ * worker are pinned in the fd cache (cp_rawlog_file_sync_begin), so no other
+ * connection's open can close or reuse them; they are unpinned on the loop thread
+ * before the members hear the result.
  */
 #include "server_internal.h"
 
@@ -32,10 +37,12 @@ static void batch_release(cp_sync_batch *b)
 {
     free(b->members);
     free(b->fds);
+    free(b->files);
     cp_buf_free(&b->dirs);
     b->members = NULL;
     b->fds = NULL;
-    b->nmembers = b->cap_members = b->nfds = b->cap_fds = 0;
+    b->files = NULL;
+    b->nmembers = b->cap_members = b->nfds = b->cap_fds = b->cap_files = 0;
 }
 
 void cp_sync_free(cp_server *s)
@@ -59,23 +66,31 @@ int cp_conn_has_unsynced(const cp_conn *c)
 {
     if (c->restart.unsynced_dirs.len) return 1;
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
-        if (c->slots[i].file && c->slots[i].file->dirty) return 1;
+        if (c->slots[i].file && c->slots[i].file->raw.dirty) return 1;
     return 0;
+}
+
+/* Makes room for one more member and its files. */
+static int batch_reserve(cp_sync_batch *b)
+{
+    size_t need = b->nfds + CP_STREAM_KIND_COUNT;
+    if (grow((void **)&b->members, &b->cap_members, b->nmembers + 1, sizeof *b->members) != CP_OK ||
+        grow((void **)&b->fds, &b->cap_fds, need, sizeof *b->fds) != CP_OK ||
+        grow((void **)&b->files, &b->cap_files, need, sizeof *b->files) != CP_OK)
+        return CP_ENOMEM;
+    return CP_OK;
 }
 
 int cp_sync_join(cp_conn *c, int ack)
 {
     cp_sync_batch *b = c->srv->pending;
-    if (grow((void **)&b->members, &b->cap_members, b->nmembers + 1, sizeof *b->members) != CP_OK ||
-        grow((void **)&b->fds, &b->cap_fds, b->nfds + CP_STREAM_KIND_COUNT, sizeof *b->fds) != CP_OK ||
-        cp_rawlog_restart_take_dirs(&c->restart, &b->dirs) != CP_OK)
-        return CP_ENOMEM;
+    if (batch_reserve(b) != CP_OK || cp_rawlog_restart_take_dirs(&c->restart, &b->dirs) != CP_OK) return CP_ENOMEM;
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) {
         cp_sfile *f = c->slots[i].file;
-        if (f && f->dirty && f->raw.fd >= 0) {
-            b->fds[b->nfds++] = f->raw.fd;
-            f->dirty = 0;
-        }
+        int fd = f ? cp_rawlog_file_sync_begin(&f->raw) : -1; /* pins the fd, marks the file clean */
+        if (fd < 0) continue;
+        b->fds[b->nfds] = fd;
+        b->files[b->nfds++] = &f->raw;
     }
     b->members[b->nmembers++] = c;
     c->in_batch = 1;
@@ -84,18 +99,48 @@ int cp_sync_join(cp_conn *c, int ack)
     return CP_OK;
 }
 
+static size_t dirty_files(const cp_conn *c)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
+        if (c->slots[i].file && c->slots[i].file->raw.dirty) n++;
+    return n;
+}
+
+/* A connection may be made to sync when it is parsing commands (not closing, not already
+ * in a batch). Joining pauses it like a 0x11 would, without the ack byte. */
+int cp_sync_pressure(cp_conn *c)
+{
+    size_t files = dirty_files(c);
+    if (cp_sync_join(c, 0) != CP_OK) return CP_ENOMEM;
+    for (cp_conn *v = c->srv->conns; v && files < CP_SRV_PRESSURE_FILES; v = v->next) {
+        if (v == c || v->state != CONN_ACTIVE || v->in_batch || v->closed) continue;
+        size_t n = dirty_files(v);
+        if (n == 0) continue;
+        if (cp_sync_join(v, 0) != CP_OK) break; /* c is in: it will retry */
+        files += n;
+    }
+    return CP_OK;
+}
+
 /* Threadpool: the only code that runs off the loop thread. */
 static void work_cb(uv_work_t *w)
 {
     cp_sync_batch *b = (cp_sync_batch *)w;
-    for (size_t i = 0; i < b->nfds; i++) {
-        while (fdatasync(b->fds[i]) != 0) {
-            if (errno == EINTR) continue;
-            if (!b->err) b->err = errno;
-            break;
-        }
+    if (cp_rawlog_sync_all(b->srv->fs_fd, b->fds, b->nfds, b->dirs.data, b->dirs.len) != CP_OK) b->err = errno;
+}
+
+/* Members that wait for an fd resume first, so that busy connections resumed before
+ * them cannot take the freed fds again and again. */
+static void retriers_first(cp_sync_batch *b)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < b->nmembers; i++) {
+        if (!b->members[i]->fd_retries) continue;
+        cp_conn *t = b->members[k];
+        b->members[k++] = b->members[i];
+        b->members[i] = t;
     }
-    if (cp_rawlog_sync_dirs(b->dirs.data, b->dirs.len) != CP_OK && !b->err) b->err = errno;
 }
 
 static void after_cb(uv_work_t *w, int status)
@@ -109,7 +154,11 @@ static void after_cb(uv_work_t *w, int status)
                    strerror(err));
     else
         cp_srv_log(s, CP_LOG_DEBUG, "synced %zu files for %zu connections", b->nfds, b->nmembers);
+    /* unpin first: a member's callback may free its files; a failed sync leaves the
+     * files dirty so they stay open and are synced again before any later ack */
+    for (size_t i = 0; i < b->nfds; i++) cp_rawlog_file_sync_end(b->files[i], err == 0);
     /* members may join the next (pending) batch from their callbacks */
+    retriers_first(b);
     for (size_t i = 0; i < b->nmembers; i++) {
         cp_conn *c = b->members[i];
         c->in_batch = 0;

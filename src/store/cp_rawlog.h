@@ -31,13 +31,6 @@ typedef struct cp_rawlog_restart {
     cp_buf unsynced_dirs;  /* NUL-terminated paths, back to back */
 } cp_rawlog_restart;
 
-/* One open stream file. */
-typedef struct cp_rawlog_file {
-    int fd;                /* -1 when closed */
-    uint64_t size;         /* bytes in the file */
-    char *path;
-} cp_rawlog_file;
-
 /* Creates <data>/raw/<ns>/<pod>/<restart_ms>, bumping restart_ms by 1 while that
  * directory already exists (two connections of one pod in one millisecond, or a
  * restarted server), so a restart directory is never reused. CP_ELIMIT if an escaped
@@ -53,15 +46,92 @@ int cp_rawlog_restart_take_dirs(cp_rawlog_restart *r, cp_buf *dirs);
  * returns the first error. */
 int cp_rawlog_sync_dirs(const uint8_t *dirs, size_t len);
 
-/* Opens (creating if needed) <restart>/<stream>/<file_index> for appending. New
- * directories and the new file's entry are added to r->unsynced_dirs. */
-int cp_rawlog_file_open(cp_rawlog_restart *r, const char *stream, int64_t file_index, cp_rawlog_file *f);
-/* Appends n bytes with plain write()s (short writes and EINTR retried). */
+/* Makes the files nfds[0..nfds) (fdatasync) and the directories in dirs[0..len)
+ * (fsync) durable. When there are at least CP_RAWLOG_SYNCFS_MIN of them and all are on
+ * the file system of fs_fd (a descriptor of the data directory; -1 = never), one
+ * syncfs(fs_fd) does it: one journal commit and one cache flush instead of one per
+ * file, which is what a burst of new connections needs. Continues past errors; returns
+ * the first (errno set). Thread-safe: touches only its arguments. */
+#define CP_RAWLOG_SYNCFS_MIN 8
+int cp_rawlog_sync_all(int fs_fd, const int *fds, size_t nfds, const uint8_t *dirs, size_t len);
+
+/* ---- the open-file cache ------------------------------------------------------------
+ *
+ * A stream file keeps its path and size; its fd is opened when a write or truncate
+ * needs it and stays open in a cache capped by `limit`. The files whose fd may be
+ * closed are kept in an LRU list: those that are *clean* (nothing written or cut since
+ * their last successful sync began) and not *pinned* (their fd is not in a sync batch).
+ * Opening an fd beyond the limit first closes the least recently used of them. A dirty
+ * or pinned fd is never closed by the cache, so the limit is soft: it is exceeded while
+ * every open fd is dirty or pinned -- up to `max_open`, a hard cap the owner keeps
+ * below the process's fd limit: beyond it an open fails with EMFILE. An open() that
+ * fails with EMFILE/ENFILE closes clean fds and retries while there are any.
+ *
+ * One cache serves many files; it is not thread-safe (the server uses it on its loop
+ * thread only; a sync worker only fdatasyncs the fds it was handed while they are
+ * pinned). */
+typedef struct cp_rawlog_file cp_rawlog_file;
+
+typedef struct cp_rawlog_fdcache {
+    cp_rawlog_file *lru_head;  /* closable files, most recently used first */
+    cp_rawlog_file *lru_tail;
+    size_t limit;              /* open fds wanted at most (>= 1) */
+    size_t max_open;           /* never more fds than this (default SIZE_MAX) */
+    size_t open;               /* fds open now, closable or not */
+    uint64_t opens;            /* statistics: open() calls (creation and reopens) */
+    uint64_t evictions;        /* fds closed to make room */
+    uint64_t over_limit;       /* opens done beyond the limit (nothing was closable) */
+} cp_rawlog_fdcache;
+
+void cp_rawlog_fdcache_init(cp_rawlog_fdcache *c, size_t limit);
+/* Changes the limit (>= 1) and closes clean fds down to it. */
+void cp_rawlog_fdcache_set_limit(cp_rawlog_fdcache *c, size_t limit);
+/* Sets the hard cap (closing clean fds down to it); opens beyond it fail with EMFILE. */
+void cp_rawlog_fdcache_set_max_open(cp_rawlog_fdcache *c, size_t max_open);
+/* Closes up to n closable fds, least recently used first; returns how many it closed.
+ * For a process that ran out of descriptors elsewhere (e.g. accept). */
+size_t cp_rawlog_fdcache_shrink(cp_rawlog_fdcache *c, size_t n);
+
+/* One stream file. The fd belongs to the cache: never close or keep it yourself. */
+struct cp_rawlog_file {
+    int fd;                /* -1 while closed (evicted, or not opened yet) */
+    uint8_t dirty;         /* written or cut since its last sync began: fd kept open */
+    uint16_t pins;         /* syncs holding the fd (cp_rawlog_file_sync_begin): kept open */
+    uint64_t size;         /* bytes in the file */
+    char *path;
+    cp_rawlog_fdcache *cache;
+    cp_rawlog_file *lru_prev, *lru_next;
+};
+
+/* Creates <restart>/<stream>/<file_index> (or opens it if it exists: then its bytes
+ * count as dirty) with its fd in the cache. New directories and the new file's entry
+ * are added to r->unsynced_dirs; a later reopen creates nothing. */
+int cp_rawlog_file_open(cp_rawlog_fdcache *cache, cp_rawlog_restart *r, const char *stream, int64_t file_index,
+                        cp_rawlog_file *f);
+/* Opens the fd now if the cache closed it, so that an append or truncate right after
+ * (with no other cache use in between) cannot fail for lack of a descriptor. Fails
+ * with errno EMFILE/ENFILE when no descriptor can be had: every open one is dirty or
+ * pinned. */
+int cp_rawlog_file_prepare(cp_rawlog_file *f);
+/* Appends n bytes with plain write()s (short writes and EINTR retried), reopening the
+ * fd (O_WRONLY|O_APPEND) if the cache closed it. The file becomes dirty. */
 int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n);
-/* fdatasync: the file's bytes (and size) are durable when this returns CP_OK. */
-int cp_rawlog_file_sync(const cp_rawlog_file *f);
-/* Cuts the file to len bytes (len <= size), dropping a torn or corrupt tail. */
+/* fdatasync on the calling thread: the file's bytes (and size) are durable when this
+ * returns CP_OK, and the file is clean. */
+int cp_rawlog_file_sync(cp_rawlog_file *f);
+/* Cuts the file to len bytes (len <= size), dropping a torn or corrupt tail; reopens
+ * the fd if needed. The file becomes dirty. */
 int cp_rawlog_file_truncate(cp_rawlog_file *f, uint64_t len);
+
+/* Asynchronous sync, in two halves. begin: if the file is dirty, pins its fd (the cache
+ * will not close it), marks the file clean and returns the fd for another thread to
+ * fdatasync; returns -1 if there is nothing to sync. end (after the fdatasync): unpins;
+ * ok = 0 marks the file dirty again (its bytes are not known to be durable). Writes
+ * between begin and end would make the file dirty again; the server never does that. */
+int cp_rawlog_file_sync_begin(cp_rawlog_file *f);
+void cp_rawlog_file_sync_end(cp_rawlog_file *f, int ok);
+
+/* Closes the fd (if open) and frees the path. Must not be pinned. */
 void cp_rawlog_file_close(cp_rawlog_file *f);
 
 /* ---- reading the tree back (the `raw` CLI) ---------------------------------------- */

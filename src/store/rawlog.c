@@ -79,6 +79,65 @@ int cp_rawlog_sync_dirs(const uint8_t *dirs, size_t len)
     return first;
 }
 
+/* Number of paths in a NUL-separated list; *all = 0 if one is not on device dev. */
+static size_t dirs_on_dev(const uint8_t *dirs, size_t len, dev_t dev, int *all)
+{
+    size_t n = 0, off = 0;
+    *all = 1;
+    while (off < len) {
+        const char *s = (const char *)dirs + off;
+        struct stat sb;
+        if (stat(s, &sb) != 0 || sb.st_dev != dev) *all = 0;
+        n++;
+        off += strlen(s) + 1;
+    }
+    return n;
+}
+
+/* Whether one syncfs on fs_fd covers every file and directory. */
+static int syncfs_covers(int fs_fd, const int *fds, size_t nfds, const uint8_t *dirs, size_t len)
+{
+    struct stat fs;
+    if (fs_fd < 0 || fstat(fs_fd, &fs) != 0) return 0;
+    int all;
+    size_t ndirs = dirs_on_dev(dirs, len, fs.st_dev, &all);
+    if (!all || nfds + ndirs < CP_RAWLOG_SYNCFS_MIN) return 0;
+    for (size_t i = 0; i < nfds; i++) {
+        struct stat sb;
+        if (fstat(fds[i], &sb) != 0 || sb.st_dev != fs.st_dev) return 0;
+    }
+    return 1;
+}
+
+int cp_rawlog_sync_all(int fs_fd, const int *fds, size_t nfds, const uint8_t *dirs, size_t len)
+{
+    if (syncfs_covers(fs_fd, fds, nfds, dirs, len)) {
+        /* syncfs reports write-back errors of the whole file system since fs_fd last
+         * saw one (Linux >= 5.8), so a failed write of any of our files shows here */
+        while (syncfs(fs_fd) != 0) {
+            if (errno != EINTR) return CP_EIO;
+        }
+        return CP_OK;
+    }
+    int first = CP_OK, saved = 0;
+    for (size_t i = 0; i < nfds; i++) {
+        while (fdatasync(fds[i]) != 0) {
+            if (errno == EINTR) continue;
+            if (first == CP_OK) {
+                first = CP_EIO;
+                saved = errno;
+            }
+            break;
+        }
+    }
+    if (cp_rawlog_sync_dirs(dirs, len) != CP_OK && first == CP_OK) {
+        first = CP_EIO;
+        saved = errno;
+    }
+    if (first != CP_OK) errno = saved;
+    return first;
+}
+
 /* ---- restart directory ------------------------------------------------------------ */
 
 /* Appends "/<escaped name>" and checks the component length. */
@@ -150,13 +209,143 @@ void cp_rawlog_restart_free(cp_rawlog_restart *r)
     cp_buf_free(&r->unsynced_dirs);
 }
 
+/* ---- the open-file cache ------------------------------------------------------------ */
+
+void cp_rawlog_fdcache_init(cp_rawlog_fdcache *c, size_t limit)
+{
+    memset(c, 0, sizeof *c);
+    c->limit = limit ? limit : 1;
+    c->max_open = SIZE_MAX;
+}
+
+/* A file is in the LRU list exactly when its fd could be closed right now. */
+static int closable(const cp_rawlog_file *f) { return f->fd >= 0 && !f->dirty && f->pins == 0; }
+
+static int in_lru(const cp_rawlog_file *f) { return f->cache && (f->cache->lru_head == f || f->lru_prev); }
+
+static void lru_remove(cp_rawlog_file *f)
+{
+    cp_rawlog_fdcache *c = f->cache;
+    if (!in_lru(f)) return;
+    if (f->lru_prev) f->lru_prev->lru_next = f->lru_next;
+    else c->lru_head = f->lru_next;
+    if (f->lru_next) f->lru_next->lru_prev = f->lru_prev;
+    else c->lru_tail = f->lru_prev;
+    f->lru_prev = f->lru_next = NULL;
+}
+
+static void lru_push_front(cp_rawlog_file *f)
+{
+    cp_rawlog_fdcache *c = f->cache;
+    f->lru_prev = NULL;
+    f->lru_next = c->lru_head;
+    if (c->lru_head) c->lru_head->lru_prev = f;
+    else c->lru_tail = f;
+    c->lru_head = f;
+}
+
+/* Puts a file that just became closable at the front; does nothing otherwise. */
+static void lru_touch(cp_rawlog_file *f)
+{
+    if (!f->cache || !closable(f)) return;
+    lru_remove(f);
+    lru_push_front(f);
+}
+
+/* Closes the least recently used closable fd. Returns 0 if there was none. */
+static int evict_one(cp_rawlog_fdcache *c)
+{
+    cp_rawlog_file *f = c->lru_tail;
+    if (!f) return 0;
+    lru_remove(f);
+    close(f->fd); /* clean: its bytes were synced, a close error loses nothing */
+    f->fd = -1;
+    c->open--;
+    c->evictions++;
+    return 1;
+}
+
+/* Closes fds until `room` more fit under the limit (or nothing is closable). */
+static void make_room(cp_rawlog_fdcache *c, size_t room)
+{
+    while (c->open + room > c->limit && evict_one(c)) {
+    }
+}
+
+void cp_rawlog_fdcache_set_limit(cp_rawlog_fdcache *c, size_t limit)
+{
+    c->limit = limit ? limit : 1;
+    make_room(c, 0);
+}
+
+void cp_rawlog_fdcache_set_max_open(cp_rawlog_fdcache *c, size_t max_open)
+{
+    c->max_open = max_open;
+    while (c->open > c->max_open && evict_one(c)) {
+    }
+}
+
+size_t cp_rawlog_fdcache_shrink(cp_rawlog_fdcache *c, size_t n)
+{
+    size_t done = 0;
+    while (done < n && evict_one(c)) done++;
+    return done;
+}
+
+/* open() through the cache: makes room first; at the hard cap, or when open() fails
+ * with EMFILE/ENFILE, closes clean fds and tries again while there are any. */
+static int cache_open(cp_rawlog_fdcache *c, const char *path, int flags, mode_t mode)
+{
+    make_room(c, 1);
+    for (;;) {
+        if (c->open >= c->max_open && !evict_one(c)) {
+            errno = EMFILE;
+            return -1;
+        }
+        int fd = open(path, flags, mode);
+        if (fd >= 0) {
+            if (c->open >= c->limit) c->over_limit++;
+            c->open++;
+            c->opens++;
+            return fd;
+        }
+        if ((errno != EMFILE && errno != ENFILE) || !evict_one(c)) return -1;
+    }
+}
+
+/* Gives a closed file its fd back, as the most recently used closable file (every
+ * caller is about to change it, which makes it dirty). */
+static int ensure_open(cp_rawlog_file *f)
+{
+    if (f->fd >= 0) return CP_OK;
+    if (!f->path || !f->cache) {
+        errno = EBADF;
+        return CP_EIO;
+    }
+    /* no O_CREAT: the file was created by cp_rawlog_file_open and must still exist */
+    int fd = cache_open(f->cache, f->path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+    if (fd < 0) return CP_EIO;
+    f->fd = fd;
+    lru_touch(f);
+    return CP_OK;
+}
+
+int cp_rawlog_file_prepare(cp_rawlog_file *f) { return ensure_open(f); }
+
+/* The file is about to change: keep its fd until the change is synced. */
+static void mark_dirty(cp_rawlog_file *f)
+{
+    f->dirty = 1;
+    lru_remove(f);
+}
+
 /* ---- stream files ----------------------------------------------------------------- */
 
-int cp_rawlog_file_open(cp_rawlog_restart *r, const char *stream, int64_t file_index, cp_rawlog_file *f)
+int cp_rawlog_file_open(cp_rawlog_fdcache *cache, cp_rawlog_restart *r, const char *stream, int64_t file_index,
+                        cp_rawlog_file *f)
 {
+    memset(f, 0, sizeof *f);
     f->fd = -1;
-    f->size = 0;
-    f->path = NULL;
     cp_buf p;
     cp_buf_init(&p);
     int created, st = cp_buf_puts(&p, r->dir);
@@ -169,11 +358,12 @@ int cp_rawlog_file_open(cp_rawlog_restart *r, const char *stream, int64_t file_i
     if (st != CP_OK) goto fail;
     const char *path = (char *)p.data;
     /* O_EXCL first so we know whether the entry is new (and its directory needs a sync) */
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, FILE_MODE);
+    int fd = cache_open(cache, path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, FILE_MODE);
+    int existed = fd < 0 && errno == EEXIST;
     if (fd >= 0) {
         st = dirs_add(&r->unsynced_dirs, path, dir_len);
-    } else if (errno == EEXIST) {
-        fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    } else if (existed) {
+        fd = cache_open(cache, path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
         struct stat sb;
         if (fd >= 0 && fstat(fd, &sb) == 0) f->size = (uint64_t)sb.st_size;
         else st = CP_EIO;
@@ -181,11 +371,19 @@ int cp_rawlog_file_open(cp_rawlog_restart *r, const char *stream, int64_t file_i
         st = CP_EIO;
     }
     if (st != CP_OK) {
-        if (fd >= 0) close(fd);
+        int saved = errno;
+        if (fd >= 0) {
+            close(fd);
+            cache->open--;
+        }
+        errno = saved;
         goto fail;
     }
     f->fd = fd;
     f->path = (char *)p.data;
+    f->cache = cache;
+    f->dirty = f->size > 0; /* bytes we did not write: not known to be durable */
+    lru_touch(f);
     return CP_OK;
 fail:;
     int saved = errno;
@@ -196,10 +394,9 @@ fail:;
 
 int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n)
 {
-    if (f->fd < 0) {
-        errno = EBADF;
-        return CP_EIO;
-    }
+    if (n == 0) return CP_OK;
+    if (ensure_open(f) != CP_OK) return CP_EIO;
+    mark_dirty(f);
     int st = cp_write_all(f->fd, p, n);
     if (st != CP_OK) {
         /* a partial write would leave bytes we never acknowledged: cut them */
@@ -212,8 +409,9 @@ int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n)
     return CP_OK;
 }
 
-int cp_rawlog_file_sync(const cp_rawlog_file *f)
+int cp_rawlog_file_sync(cp_rawlog_file *f)
 {
+    if (!f->dirty) return CP_OK; /* nothing changed since the last sync (or never opened) */
     if (f->fd < 0) {
         errno = EBADF;
         return CP_EIO;
@@ -221,26 +419,52 @@ int cp_rawlog_file_sync(const cp_rawlog_file *f)
     while (fdatasync(f->fd) != 0) {
         if (errno != EINTR) return CP_EIO;
     }
+    f->dirty = 0;
+    lru_touch(f);
     return CP_OK;
 }
 
 int cp_rawlog_file_truncate(cp_rawlog_file *f, uint64_t len)
 {
-    if (f->fd < 0 || len > f->size) {
+    if (len > f->size) {
         errno = EINVAL;
         return CP_EINVAL;
     }
+    if (ensure_open(f) != CP_OK) return CP_EIO;
+    mark_dirty(f);
     if (ftruncate(f->fd, (off_t)len) != 0) return CP_EIO;
     f->size = len;
     return CP_OK;
 }
 
+int cp_rawlog_file_sync_begin(cp_rawlog_file *f)
+{
+    if (!f->dirty || f->fd < 0) return -1;
+    f->dirty = 0;
+    f->pins++;
+    return f->fd;
+}
+
+void cp_rawlog_file_sync_end(cp_rawlog_file *f, int ok)
+{
+    if (f->pins) f->pins--;
+    if (!ok) f->dirty = 1;
+    lru_touch(f);
+    if (f->cache) make_room(f->cache, 0); /* an fd opened beyond the limit may go now */
+}
+
 void cp_rawlog_file_close(cp_rawlog_file *f)
 {
-    if (f->fd >= 0) close(f->fd);
+    if (f->cache) lru_remove(f);
+    if (f->fd >= 0) {
+        close(f->fd);
+        if (f->cache) f->cache->open--;
+    }
     f->fd = -1;
+    f->dirty = 0;
     free(f->path);
     f->path = NULL;
+    f->cache = NULL;
 }
 
 /* ---- walking the tree --------------------------------------------------------------- */
