@@ -78,6 +78,7 @@ void cp_dec_free(cp_dec *d)
     if (!d) return;
     cp_buf_free(&d->pend);
     cp_dec_calls_free(&d->calls);
+    free(d->err);
     free(d);
 }
 
@@ -85,11 +86,13 @@ int cp_dec_fail(cp_dec *d, int status, uint64_t offset, const char *fmt, ...)
 {
     if (d->status < 0) return d->status;
     d->status = status;
-    int n = snprintf(d->err, sizeof d->err, "%s at offset %llu: ", cp_stream_kind_name(d->kind),
+    d->err = malloc(CP_DEC_ERR_LEN);
+    if (!d->err) return status; /* cp_dec_error() then says "out of memory" */
+    int n = snprintf(d->err, CP_DEC_ERR_LEN, "%s at offset %llu: ", cp_stream_kind_name(d->kind),
                      (unsigned long long)offset);
     va_list ap;
     va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof d->err) vsnprintf(d->err + n, sizeof d->err - (size_t)n, fmt, ap);
+    if (n > 0 && n < CP_DEC_ERR_LEN) vsnprintf(d->err + n, CP_DEC_ERR_LEN - (size_t)n, fmt, ap);
     va_end(ap);
     return status;
 }
@@ -274,7 +277,7 @@ int cp_dec_feed(cp_dec *d, const uint8_t *p, size_t n)
     if (st < 0) return st;
     d->base += r.pos;
     cp_buf_consume(&d->pend, r.pos);
-    if (d->pend.len == 0 && d->pend.cap > 65536) cp_buf_free(&d->pend); /* don't hold big buffers idle */
+    if (d->pend.len == 0) cp_buf_free(&d->pend); /* an idle stream holds no buffer */
     return CP_OK;
 }
 
@@ -291,4 +294,8 @@ uint64_t cp_dec_fed(const cp_dec *d) { return d->fed; }
 uint64_t cp_dec_records(const cp_dec *d) { return d->records; }
 cp_stream_kind cp_dec_kind(const cp_dec *d) { return d->kind; }
 int32_t cp_dec_next_word_id(const cp_dec *d) { return d->next_id; }
-const char *cp_dec_error(const cp_dec *d) { return d->status < 0 ? d->err : ""; }
+const char *cp_dec_error(const cp_dec *d)
+{
+    if (d->status >= 0) return "";
+    return d->err ? d->err : "out of memory while reporting a decoder error";
+}

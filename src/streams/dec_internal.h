@@ -9,6 +9,7 @@
 
 /* Largest partial record a decoder buffers while waiting for the rest. */
 #define CP_DEC_MAX_PENDING (16u << 20)
+#define CP_DEC_ERR_LEN 200
 
 typedef struct calls_state {
     int header_done;
@@ -40,7 +41,7 @@ struct cp_dec {
     cp_dec_limits lim;
     cp_dec_sink sink;
     int status;             /* CP_OK, or the error that stopped the decoder */
-    char err[200];
+    char *err;              /* allocated on failure only: idle decoders stay small */
     uint64_t fed;           /* bytes fed so far */
     uint64_t base;          /* file offset of the first byte not yet consumed */
     uint64_t committed;     /* file offset past the last complete record / phrase / chunk */
