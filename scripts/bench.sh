@@ -1,33 +1,102 @@
 #!/usr/bin/env bash
 # scripts/bench.sh -- builds the benchmarks (bench/*.c -> bench_<name>) in Release (-O2)
-# in build-bench/ and runs them all, one after another, pinned to one core when taskset
-# is available. Prints the machine (CPU model, cores), compiler, commit and date first.
+# in build-bench/ (with the cloudprof binary) and runs them one after another: every
+# bench_<name> program pinned to one core when taskset is available, then bench/ingest.sh
+# (the end-to-end ingest benchmark, which pins the collector and the emulator itself).
+# Prints the machine (CPU model, cores), compiler, commit and date first.
 #
-# usage: scripts/bench.sh [ARGS...]     ARGS go to every bench program, e.g. --json,
-#                                       --min-time 0.2
+# usage: scripts/bench.sh [--json] [--quick] [--only NAMES] [--skip NAMES] [ARGS...]
+#                         [--ingest INGEST_ARGS...]
+#   --json          every benchmark prints JSON on stdout (one object each, in order);
+#                   the header and progress go to stderr
+#   --quick         bench/ingest.sh --quick (5 s runs)
+#   --only NAMES    comma list of benchmarks to run: decode, connections, ingest, ...
+#   --skip NAMES    comma list of benchmarks not to run
+#   ARGS            go to every bench_<name> program, e.g. --min-time 0.2 (flags only
+#                   one program knows: combine with --only, e.g. --only decode --min-time 0.2)
+#   --ingest ...    everything after it goes to bench/ingest.sh (see bench/ingest.sh --help)
+# bench_nullsink is not a benchmark but the baseline collector bench/ingest.sh starts;
+# bench_connections pins its server and itself, so it runs unpinned.
 # env:   CP_FIXTURES_DIR   fixtures folder (default ../shared/fixtures beside the repo)
+#        CP_BENCH_BUILD    build directory (default build-bench)
+#        CP_INGEST_*       bench/ingest.sh settings (duration, agents, ...; see its --help)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 export CP_FIXTURES_DIR=${CP_FIXTURES_DIR:-$root/../shared/fixtures}
-build=$root/build-bench
+build=${CP_BENCH_BUILD:-$root/build-bench}
+helpers=(nullsink)        # bench/*.c programs that other benchmarks drive, not benchmarks
+self_pinned=(connections) # start a server themselves and pin both sides: run unpinned
+
+json=0 only="" skip=""
+prog_args=() ingest_args=()
+while (($#)); do
+    case $1 in
+    --json) json=1; prog_args+=("$1"); ingest_args+=("$1") ;;
+    --quick) ingest_args+=("$1") ;;
+    --only) (($# >= 2)) || { echo "bench: --only needs a value" >&2; exit 2; }; only=$2; shift ;;
+    --skip) (($# >= 2)) || { echo "bench: --skip needs a value" >&2; exit 2; }; skip=$2; shift ;;
+    --ingest) shift; ingest_args+=("$@"); break ;;
+    *) prog_args+=("$1") ;;
+    esac
+    shift
+done
+wanted() {
+    [[ -n $only && ",$only," != *",$1,"* ]] && return 1
+    [[ ",$skip," == *",$1,"* ]] && return 1
+    return 0
+}
+# With --json stdout carries only the benchmarks' JSON.
+if ((json)); then exec 3>&1 1>&2; else exec 3>&1; fi
 
 mkdir -p "$build"
+build=$(cd "$build" && pwd)
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" \
     -DCP_TESTS=OFF -DCP_FIXTURES_DIR="$CP_FIXTURES_DIR" >"$build/configure.log" 2>&1 ||
     { cat "$build/configure.log"; exit 1; }
 
-benches=()
+names=()
 for f in bench/*.c; do
-    benches+=("bench_$(basename "$f" .c)")
+    n=$(basename "$f" .c)
+    [[ " ${helpers[*]} " == *" $n "* ]] && continue
+    wanted "$n" && names+=("$n")
 done
-if ((${#benches[@]} == 0)); then
-    echo "bench: no bench/*.c programs"
-    exit 0
+run_ingest=0
+[[ -f bench/ingest.sh ]] && wanted ingest && run_ingest=1
+
+# Build target by target, so one benchmark that does not build does not stop the others.
+status=0
+: >"$build/build.log"
+build_target() {
+    echo "== cmake --build --target $1" >>"$build/build.log"
+    cmake --build "$build" -j"$(nproc)" --target "$1" >>"$build/build.log" 2>&1
+}
+benches=()
+for n in "${names[@]}"; do
+    if build_target "bench_$n"; then
+        benches+=("bench_$n")
+    else
+        echo "bench: bench_$n does not build (see $build/build.log):"
+        grep -E 'error|Error' "$build/build.log" | tail -n 20
+        status=1
+    fi
+done
+# the collector itself: bench/ingest.sh and the self-pinned benchmarks start it
+if ! build_target cloudprof; then
+    echo "bench: cloudprof does not build (see $build/build.log):"
+    grep -E 'error|Error' "$build/build.log" | tail -n 20
+    run_ingest=0 status=1
 fi
-cmake --build "$build" -j"$(nproc)" --target "${benches[@]}" >"$build/build.log" 2>&1 ||
-    { tail -n 60 "$build/build.log"; exit 1; }
+if ((run_ingest)) && ! build_target bench_nullsink; then
+    echo "bench: bench_nullsink does not build, skipping the ingest benchmark:"
+    grep -E 'error|Error' "$build/build.log" | tail -n 20
+    run_ingest=0 status=1
+fi
+if ((${#benches[@]} == 0 && !run_ingest)); then
+    echo "bench: nothing to run"
+    exit $status
+fi
 
 # ---- the machine -----------------------------------------------------------------------
 model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
@@ -42,10 +111,20 @@ echo "build:   Release -O2, $("$cc" --version | head -n 1); commit $commit"
 echo "date:    $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "pinned:  ${pin[*]:-no (taskset unavailable)}"
 
-status=0
 for b in "${benches[@]}"; do
     echo
-    echo "== $b $*"
-    "${pin[@]}" "$build/bench/$b" "$@" || { echo "bench: $b exited with $?"; status=1; }
+    echo "== $b ${prog_args[*]}"
+    rc=0
+    p=("${pin[@]}")
+    [[ " ${self_pinned[*]} " == *" ${b#bench_} "* ]] && p=()
+    "${p[@]}" "$build/bench/$b" "${prog_args[@]}" >&3 || rc=$?
+    if ((rc != 0)); then echo "bench: $b exited with $rc"; status=1; fi
 done
+if ((run_ingest)); then
+    echo
+    echo "== bench/ingest.sh ${ingest_args[*]}"
+    rc=0
+    CP_BENCH_BUILD=$build bench/ingest.sh --no-build "${ingest_args[@]}" >&3 || rc=$?
+    if ((rc != 0)); then echo "bench: bench/ingest.sh exited with $rc"; status=1; fi
+fi
 exit $status
