@@ -116,6 +116,8 @@ struct drv {
     const cp_agent_opts *o;
     uv_loop_t loop;
     uv_timer_t tick;
+    uv_idle_t slice;       /* continues a tick's round of agents after yielding to I/O */
+    uint32_t cursor;       /* next agent of the current round; == agents when the round is done */
     struct sockaddr_storage addr;
     agent *agents;
     cp_agent_stats *st;
@@ -716,6 +718,35 @@ static void snapshot(drv *d, int64_t now)
     for (uint32_t i = 0; i < d->o->agents; i++) st->connected += is_connected(&d->agents[i]);
 }
 
+/* A round visits every agent once (generate what is due, send, check timeouts). It runs
+ * in slices of at most SLICE_NS, yielding to the loop in between, so ack bytes are read
+ * (and timestamped) promptly instead of after the whole round's generation: otherwise the
+ * emulator's own work would show up as ack latency. */
+#define SLICE_NS 500000u
+
+static void on_slice(uv_idle_t *h);
+
+static void run_slice(drv *d)
+{
+    uint64_t t0 = uv_hrtime();
+    int64_t now = now_ms(d);
+    while (d->cursor < d->o->agents) {
+        agent_tick(&d->agents[d->cursor++], now);
+        if (uv_hrtime() - t0 > SLICE_NS) break;
+    }
+    if (d->cursor < d->o->agents) {
+        if (!uv_is_active((uv_handle_t *)&d->slice)) uv_idle_start(&d->slice, on_slice);
+    } else if (uv_is_active((uv_handle_t *)&d->slice)) {
+        uv_idle_stop(&d->slice);
+    }
+    if (!d->live) {
+        if (!uv_is_closing((uv_handle_t *)&d->tick)) uv_close((uv_handle_t *)&d->tick, NULL);
+        if (!uv_is_closing((uv_handle_t *)&d->slice)) uv_close((uv_handle_t *)&d->slice, NULL);
+    }
+}
+
+static void on_slice(uv_idle_t *h) { run_slice(h->data); }
+
 static void on_tick(uv_timer_t *t)
 {
     drv *d = t->data;
@@ -734,13 +765,13 @@ static void on_tick(uv_timer_t *t)
             agent_close(a, 0);
         }
     }
-    for (uint32_t i = 0; i < d->o->agents; i++) agent_tick(&d->agents[i], now);
     if (d->o->progress && d->o->progress_ms && now >= d->next_progress_ms) {
         d->next_progress_ms = now + d->o->progress_ms;
         snapshot(d, now);
         d->o->progress(d->o->progress_ud, d->st);
     }
-    if (!d->live) uv_close((uv_handle_t *)&d->tick, NULL);
+    if (d->cursor >= d->o->agents) d->cursor = 0; /* a new round; else the last one is still running */
+    run_slice(d);
 }
 
 /* ---- setup ---------------------------------------------------------------------------------------- */
@@ -907,6 +938,9 @@ int cp_agent_run(const cp_agent_opts *o, cp_agent_stats *st, char *why, size_t w
     d->live = o->agents;
     uv_timer_init(&d->loop, &d->tick);
     d->tick.data = d;
+    uv_idle_init(&d->loop, &d->slice);
+    d->slice.data = d;
+    d->cursor = o->agents;
     uv_timer_start(&d->tick, on_tick, 0, TICK_MS);
     uv_run(&d->loop, UV_RUN_DEFAULT);
     snapshot(d, now_ms(d));

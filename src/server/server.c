@@ -73,11 +73,37 @@ static void on_check(uv_check_t *h)
     cp_sync_submit(s);
 }
 
+/* Catalog upkeep that waits on the disk (a WAL checkpoint fsyncs) runs on the threadpool:
+ * on the loop thread it would hold up every connection's acks. */
+#define MAINTAIN_INTERVAL_MS 2000
+
+static void maintain_work(uv_work_t *w)
+{
+    cp_server *s = w->data;
+    (void)cp_catalog_maintain(s->catalog); /* best effort: the next round retries */
+}
+
+static void maintain_done(uv_work_t *w, int status)
+{
+    cp_server *s = w->data;
+    (void)status;
+    s->maintaining = 0;
+}
+
+static void maybe_maintain(cp_server *s, uint64_t now)
+{
+    if (s->maintaining || s->stopping || now < s->next_maintain) return;
+    s->next_maintain = now + MAINTAIN_INTERVAL_MS;
+    s->maintain.data = s;
+    if (uv_queue_work(&s->loop, &s->maintain, maintain_work, maintain_done) == 0) s->maintaining = 1;
+}
+
 /* One timer for all connections instead of one per connection (memory at 10k idle). */
 static void on_sweep(uv_timer_t *t)
 {
     cp_server *s = t->data;
     uint64_t now = uv_now(&s->loop);
+    maybe_maintain(s, now);
     for (cp_conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         cp_conn_sweep(c, now);

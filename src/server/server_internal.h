@@ -118,6 +118,9 @@ struct cp_server {
     int stopping;
     int finished;             /* loop handles closed */
     cp_catalog *catalog;
+    uv_work_t maintain;       /* catalog upkeep (WAL checkpoint) on the threadpool */
+    int maintaining;
+    uint64_t next_maintain;   /* loop time of the next one */
     cp_rawlog_fdcache files;  /* open stream-file fds, capped (cp_rawlog.h) */
     int fs_fd;                /* the data directory, for syncfs of large batches (-1: none) */
     size_t nofile;            /* RLIMIT_NOFILE soft limit after raising it */

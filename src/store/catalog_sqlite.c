@@ -102,6 +102,8 @@ typedef struct sqlite_catalog {
     sqlite3_stmt *st[ST_COUNT];
     int in_txn;
     char err[256];
+    char *path;
+    sqlite3 *ckpt;   /* maintain()'s own connection: checkpoints off the writer's thread */
 } sqlite_catalog;
 
 static int fail(sqlite_catalog *c, const char *what)
@@ -318,12 +320,32 @@ static int sq_commit(cp_catalog *base)
 
 static const char *sq_errmsg(const cp_catalog *base) { return ((const sqlite_catalog *)base)->err; }
 
+/* A passive checkpoint copies committed WAL pages into the database and fsyncs; with
+ * auto-checkpoints off (configure()) this is the only place that happens while serving,
+ * so the writer's thread never waits on the disk for the catalog. */
+static int sq_maintain(cp_catalog *base)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    if (!c->ckpt) {
+        if (sqlite3_open_v2(c->path, &c->ckpt, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+            sqlite3_close(c->ckpt);
+            c->ckpt = NULL;
+            return CP_EIO;
+        }
+        sqlite3_busy_timeout(c->ckpt, 1000);
+    }
+    int rc = sqlite3_wal_checkpoint_v2(c->ckpt, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    return rc == SQLITE_OK || rc == SQLITE_BUSY ? CP_OK : CP_EIO;
+}
+
 static void sq_close(cp_catalog *base)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
     sq_commit(base);
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(c->st[i]);
-    sqlite3_close(c->db);
+    sqlite3_close(c->ckpt);
+    sqlite3_close(c->db); /* the last connection checkpoints the WAL */
+    free(c->path);
     free(c);
 }
 
@@ -338,6 +360,7 @@ static const cp_catalog_ops sqlite_ops = {
     .commit = sq_commit,
     .errmsg = sq_errmsg,
     .close = sq_close,
+    .maintain = sq_maintain,
 };
 
 /* ---- open ------------------------------------------------------------------------------- */
@@ -348,6 +371,8 @@ static int configure(sqlite_catalog *c)
      * raw log is the durable source of truth and the catalog can be rebuilt from it */
     int st = exec(c, "PRAGMA journal_mode = WAL", "set WAL");
     if (st == CP_OK) st = exec(c, "PRAGMA synchronous = NORMAL", "set synchronous");
+    /* checkpoints fsync: they run in sq_maintain() on a worker thread instead */
+    if (st == CP_OK) st = exec(c, "PRAGMA wal_autocheckpoint = 0", "disable auto-checkpoints");
     if (st == CP_OK && sqlite3_busy_timeout(c->db, 5000) != SQLITE_OK) st = fail(c, "set busy timeout");
     return st;
 }
@@ -369,9 +394,11 @@ int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t
         return CP_ENOMEM;
     }
     c->base.ops = &sqlite_ops;
-    int st;
+    c->path = strdup(path);
+    int st = c->path ? CP_OK : CP_ENOMEM;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) st = fail(c, path);
+    if (st != CP_OK) snprintf(c->err, sizeof c->err, "out of memory");
+    else if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) st = fail(c, path);
     else st = configure(c);
     if (st == CP_OK) st = migrate(c);
     if (st == CP_OK) st = prepare_all(c);
@@ -379,6 +406,7 @@ int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t
         snprintf(err, errlen, "catalog %s: %s", path, c->err);
         for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(c->st[i]);
         sqlite3_close(c->db);
+        free(c->path);
         free(c);
         return st;
     }

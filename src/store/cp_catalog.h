@@ -71,6 +71,10 @@ typedef struct cp_catalog_ops {
     /* commits the open write transaction, if any. */
     int (*commit)(cp_catalog *c);
     const char *(*errmsg)(const cp_catalog *c);
+    /* Background upkeep that may wait on the disk (SQLite: a WAL checkpoint, which
+     * fsyncs). The one operation that may run on another thread, concurrently with the
+     * others: it uses its own connection. Never run two at once. */
+    int (*maintain)(cp_catalog *c);
     /* commits, then releases everything. */
     void (*close)(cp_catalog *c);
 } cp_catalog_ops;
@@ -112,6 +116,7 @@ static inline int cp_catalog_stream_close(cp_catalog *c, const cp_catalog_stream
     return c->ops->stream_close(c, s);
 }
 static inline int cp_catalog_commit(cp_catalog *c) { return c->ops->commit(c); }
+static inline int cp_catalog_maintain(cp_catalog *c) { return c->ops->maintain ? c->ops->maintain(c) : CP_OK; }
 static inline const char *cp_catalog_errmsg(const cp_catalog *c) { return c->ops->errmsg(c); }
 static inline void cp_catalog_close(cp_catalog *c)
 {
