@@ -77,19 +77,6 @@ static const struct {
     [OPT_VERSION] = {"--protocol-version", "CLOUDPROF_EMULATE_PROTOCOL_VERSION"},
 };
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    if (!*s || strlen(s) > 19) return CP_EINVAL;
-    uint64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9') return CP_EINVAL;
-        v = v * 10 + (uint64_t)(*p - '0');
-    }
-    if (v > max) return CP_EINVAL;
-    *out = v;
-    return CP_OK;
-}
-
 /* Seconds with up to three decimals ("3", "0.5") -> milliseconds. */
 static int parse_seconds_ms(const char *s, uint64_t max_ms, uint64_t *out)
 {
@@ -100,7 +87,7 @@ static int parse_seconds_ms(const char *s, uint64_t max_ms, uint64_t *out)
     memcpy(whole, s, n);
     whole[n] = 0;
     uint64_t sec, ms = 0;
-    if (parse_u64(whole, max_ms / 1000, &sec) != CP_OK) return CP_EINVAL;
+    if (cp_parse_u64(whole, max_ms / 1000, &sec) != CP_OK) return CP_EINVAL;
     if (dot) {
         const char *f = dot + 1;
         size_t k = strlen(f);
@@ -119,7 +106,7 @@ static int parse_target(emu_opts *o, const char *v)
 {
     const char *colon = strrchr(v, ':');
     uint64_t port;
-    if (!colon || colon == v || (size_t)(colon - v) >= sizeof o->host || parse_u64(colon + 1, 65535, &port) != CP_OK ||
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof o->host || cp_parse_u64(colon + 1, 65535, &port) != CP_OK ||
         !port)
         return CP_EINVAL;
     const char *h = v;
@@ -148,7 +135,7 @@ static int apply(emu_opts *o, int opt, const char *v, const char *source)
         want = "HOST:PORT";
         break;
     case OPT_AGENTS:
-        if ((st = parse_u64(v, 100000, &n)) == CP_OK && n) r->agents = (uint32_t)n;
+        if ((st = cp_parse_u64(v, 100000, &n)) == CP_OK && n) r->agents = (uint32_t)n;
         else st = CP_EINVAL;
         want = "a number of agents (1-100000)";
         break;
@@ -157,17 +144,17 @@ static int apply(emu_opts *o, int opt, const char *v, const char *source)
         want = "seconds (e.g. 10 or 2.5)";
         break;
     case OPT_RATE:
-        if ((st = parse_u64(v, 10000000, &n)) == CP_OK) r->calls_per_sec = (uint32_t)n;
+        if ((st = cp_parse_u64(v, 10000000, &n)) == CP_OK) r->calls_per_sec = (uint32_t)n;
         want = "calls per second (0 = as fast as acknowledged)";
         break;
     case OPT_DEPTH:
-        if ((st = parse_u64(v, CP_AGENT_MAX_DEPTH, &n)) == CP_OK && n) r->trace_depth = (int)n;
+        if ((st = cp_parse_u64(v, CP_AGENT_MAX_DEPTH, &n)) == CP_OK && n) r->trace_depth = (int)n;
         else st = CP_EINVAL;
         want = "a depth (1-64)";
         break;
     case OPT_NAMESPACES:
     case OPT_SERVICES:
-        if ((st = parse_u64(v, 100000, &n)) == CP_OK && n) {
+        if ((st = cp_parse_u64(v, 100000, &n)) == CP_OK && n) {
             if (opt == OPT_NAMESPACES) r->namespaces = (uint32_t)n;
             else r->services = (uint32_t)n;
         } else {
@@ -176,7 +163,7 @@ static int apply(emu_opts *o, int opt, const char *v, const char *source)
         want = "a count (1-100000)";
         break;
     case OPT_SEED:
-        if ((st = parse_u64(v, UINT64_MAX, &n)) == CP_OK) r->seed = n;
+        if ((st = cp_parse_u64(v, UINT64_MAX, &n)) == CP_OK) r->seed = n;
         want = "a number";
         break;
     case OPT_RECONNECT_EVERY:
@@ -184,16 +171,16 @@ static int apply(emu_opts *o, int opt, const char *v, const char *source)
         want = "seconds (0 = never)";
         break;
     case OPT_RECONNECT_DELAY:
-        if ((st = parse_u64(v, 3600000, &n)) == CP_OK) r->reconnect_delay_ms = (uint32_t)n;
+        if ((st = cp_parse_u64(v, 3600000, &n)) == CP_OK) r->reconnect_delay_ms = (uint32_t)n;
         want = "milliseconds";
         break;
     case OPT_FLUSH:
-        if ((st = parse_u64(v, 3600000, &n)) == CP_OK && n) r->flush_interval_ms = (uint32_t)n;
+        if ((st = cp_parse_u64(v, 3600000, &n)) == CP_OK && n) r->flush_interval_ms = (uint32_t)n;
         else st = CP_EINVAL;
         want = "milliseconds (> 0)";
         break;
     case OPT_VERSION:
-        if (parse_u64(v, INT64_MAX, &n) == CP_OK && (n == CP_PROTOCOL_V2 || n == CP_PROTOCOL_V3))
+        if (cp_parse_u64(v, INT64_MAX, &n) == CP_OK && (n == CP_PROTOCOL_V2 || n == CP_PROTOCOL_V3))
             r->protocol_version = (int64_t)n;
         else st = CP_EINVAL;
         want = "100705 or 100605";

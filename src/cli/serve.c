@@ -66,19 +66,6 @@ static void opts_free(serve_opts *o)
 
 /* ---- value parsers ------------------------------------------------------------------- */
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    if (!*s || strlen(s) > 19) return CP_EINVAL;
-    uint64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9') return CP_EINVAL;
-        v = v * 10 + (uint64_t)(*p - '0');
-    }
-    if (v > max) return CP_EINVAL;
-    *out = v;
-    return CP_OK;
-}
-
 static int parse_level(const char *s, int *out)
 {
     static const char *const names[] = {"error", "warn", "info", "debug"};
@@ -135,7 +122,7 @@ static int add_rotation(serve_opts *o, const char *spec, char *why, size_t whyle
             return CP_EINVAL;
         }
         *eq = *colon = 0;
-        if (parse_u64(eq + 1, INT64_MAX, &period) != CP_OK || parse_u64(colon + 1, INT64_MAX, &size) != CP_OK) {
+        if (cp_parse_u64(eq + 1, INT64_MAX, &period) != CP_OK || cp_parse_u64(colon + 1, INT64_MAX, &size) != CP_OK) {
             snprintf(why, whylen, "rotation for '%s': period and size must be non-negative integers", item);
             return CP_EINVAL;
         }
@@ -197,11 +184,11 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
     case OPT_DATA: o->cfg.data_dir = v; break;
     case OPT_READY: o->ready_file = v; break;
     case OPT_PORT:
-        if ((st = parse_u64(v, 65535, &n)) == CP_OK) o->cfg.port = (int)n;
+        if ((st = cp_parse_u64(v, 65535, &n)) == CP_OK) o->cfg.port = (int)n;
         else snprintf(why, whylen, "%s: '%s' is not a port number (0-65535)", source, v);
         break;
     case OPT_VERSION:
-        if (parse_u64(v, INT64_MAX, &n) == CP_OK && (n == CP_PROTOCOL_V2 || n == CP_PROTOCOL_V3)) {
+        if (cp_parse_u64(v, INT64_MAX, &n) == CP_OK && (n == CP_PROTOCOL_V2 || n == CP_PROTOCOL_V3)) {
             o->cfg.protocol_version = (int64_t)n;
         } else {
             snprintf(why, whylen, "%s: '%s' is not supported; use %d (dictionary) or %d (posDictionary)", source, v,
@@ -212,18 +199,18 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
     case OPT_BLACKLIST: st = add_blacklist(o, v, why, whylen); break;
     case OPT_ROTATION: st = add_rotation(o, v, why, whylen); break;
     case OPT_IDLE:
-        if ((st = parse_u64(v, UINT32_MAX / 1000, &n)) == CP_OK) o->cfg.idle_timeout_ms = (uint32_t)(n * 1000);
+        if ((st = cp_parse_u64(v, UINT32_MAX / 1000, &n)) == CP_OK) o->cfg.idle_timeout_ms = (uint32_t)(n * 1000);
         else snprintf(why, whylen, "%s: '%s' is not a number of seconds", source, v);
         break;
     case OPT_MAXCONN:
-        if ((st = parse_u64(v, 10000000, &n)) == CP_OK && n > 0) o->cfg.max_connections = (uint32_t)n;
+        if ((st = cp_parse_u64(v, 10000000, &n)) == CP_OK && n > 0) o->cfg.max_connections = (uint32_t)n;
         else {
             snprintf(why, whylen, "%s: '%s' is not a connection count (1-10000000)", source, v);
             st = CP_EINVAL;
         }
         break;
     case OPT_MAXFILES:
-        if ((st = parse_u64(v, 10000000, &n)) == CP_OK && n > 0) o->cfg.max_open_files = (uint32_t)n;
+        if ((st = cp_parse_u64(v, 10000000, &n)) == CP_OK && n > 0) o->cfg.max_open_files = (uint32_t)n;
         else {
             snprintf(why, whylen, "%s: '%s' is not a file count (1-10000000)", source, v);
             st = CP_EINVAL;

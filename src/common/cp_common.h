@@ -264,6 +264,9 @@ void cp_uuid_str(const uint8_t u[16], char out[37]);
 int cp_path_component(cp_buf *out, const char *s, size_t n);
 /* mkdir -p; fsyncs nothing. Returns CP_OK or CP_EIO (errno set). */
 int cp_mkdirs(const char *path, int mode);
+/* A decimal number (digits only, at most 19) no larger than max, for command-line
+ * values. CP_EINVAL otherwise. */
+int cp_parse_u64(const char *s, uint64_t max, uint64_t *out);
 /* Reads a whole file (bounded by max bytes) into out. */
 int cp_read_file(const char *path, size_t max, cp_buf *out);
 

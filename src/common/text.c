@@ -130,3 +130,16 @@ int cp_json_str16(cp_buf *out, cp_str16 s)
     cp_buf_free(&tmp);
     return st;
 }
+
+int cp_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    if (!*s || strlen(s) > 19) return CP_EINVAL; /* 19 digits cannot overflow 64 bits */
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') return CP_EINVAL;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v > max) return CP_EINVAL;
+    *out = v;
+    return CP_OK;
+}

@@ -110,6 +110,15 @@ static void test_str16(void **state)
 static void test_path_component(void **state)
 {
     (void)state;
+    uint64_t v;
+    assert_int_equal(cp_parse_u64("1715", 65535, &v), CP_OK);
+    assert_int_equal(v, 1715);
+    assert_int_equal(cp_parse_u64("65536", 65535, &v), CP_EINVAL);
+    assert_int_equal(cp_parse_u64("", 10, &v), CP_EINVAL);
+    assert_int_equal(cp_parse_u64("-1", 10, &v), CP_EINVAL);
+    assert_int_equal(cp_parse_u64("12a", 100, &v), CP_EINVAL);
+    assert_int_equal(cp_parse_u64("18446744073709551615", UINT64_MAX, &v), CP_EINVAL); /* 20 digits */
+    assert_int_equal(cp_parse_u64("9999999999999999999", UINT64_MAX, &v), CP_OK);
     cp_buf b;
     cp_buf_init(&b);
     cp_path_component(&b, "../etc/x y", 10);
