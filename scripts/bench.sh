@@ -33,6 +33,7 @@ json=0 only="" skip=""
 prog_args=() ingest_args=()
 while (($#)); do
     case $1 in
+    -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     --json) json=1; prog_args+=("$1"); ingest_args+=("$1") ;;
     --quick) ingest_args+=("$1") ;;
     --only) (($# >= 2)) || { echo "bench: --only needs a value" >&2; exit 2; }; only=$2; shift ;;
