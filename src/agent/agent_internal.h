@@ -55,24 +55,6 @@ static inline uint8_t *w_str(uint8_t *p, const char *s, size_t n)
     return p;
 }
 
-/* varstring of a non-negative number in decimal (the synthetic tags' values). */
-static inline uint8_t *w_str_dec(uint8_t *p, uint64_t v)
-{
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    p = w_varint(p, (uint32_t)n);
-    while (n) {
-        p[0] = 0;
-        p[1] = (uint8_t)tmp[--n];
-        p += 2;
-    }
-    return p;
-}
-
 /* ASCII builders for per-call values (cheaper than snprintf in the hot path): each
  * appends at p and returns the end. The caller sizes the buffer. */
 static inline char *t_str(char *p, const char *s)
@@ -81,9 +63,9 @@ static inline char *t_str(char *p, const char *s)
     return p;
 }
 
-static inline char *t_dec(char *p, uint32_t v)
+static inline char *t_dec(char *p, uint64_t v)
 {
-    char tmp[10];
+    char tmp[20];
     int n = 0;
     do {
         tmp[n++] = (char)('0' + v % 10);
@@ -91,6 +73,13 @@ static inline char *t_dec(char *p, uint32_t v)
     } while (v);
     while (n) *p++ = tmp[--n];
     return p;
+}
+
+/* varstring of a non-negative number in decimal (the synthetic tags' values). */
+static inline uint8_t *w_str_dec(uint8_t *p, uint64_t v)
+{
+    char tmp[20];
+    return w_str(p, tmp, (size_t)(t_dec(tmp, v) - tmp));
 }
 
 /* Longest ASCII text the generator writes as one value or word. */
