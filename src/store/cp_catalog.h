@@ -14,6 +14,7 @@
 #define CP_CATALOG_H
 
 #include "common/cp_common.h"
+#include "model/cp_model.h"
 
 #include <stdint.h>
 
@@ -68,6 +69,19 @@ typedef struct cp_catalog_ops {
     int (*stream_open)(cp_catalog *c, const cp_catalog_stream *s);
     /* closed_ms, bytes, status, error of an existing streams row. */
     int (*stream_close)(cp_catalog *c, const cp_catalog_stream *s);
+    /* Hot tier (storage.md "Hot tier"): one assembled call into the calls_/traces_ tables
+     * of the window holding call->ts_ms, inside the open write transaction (so batched
+     * like the rest). A missing window table pair is created on the spot (status
+     * creating -> ready in `inventory`). Per-window call counts per pod restart are kept
+     * for discovery. */
+    int (*call_put)(cp_catalog *c, const cp_call *call);
+    /* Window length and how far ahead the maintenance task creates windows
+     * (defaults 5 min, 3 h). Call before any call_put. */
+    int (*set_windows)(cp_catalog *c, int64_t window_ms, int64_t ahead_ms);
+    /* The maintenance task's share of the hot tier: creates every window from the one
+     * holding now_ms up to now_ms + ahead (inventory status ready). Cheap when they
+     * exist. Runs on the owner's thread. */
+    int (*windows_prepare)(cp_catalog *c, int64_t now_ms);
     /* commits the open write transaction, if any. */
     int (*commit)(cp_catalog *c);
     const char *(*errmsg)(const cp_catalog *c);
@@ -114,6 +128,15 @@ static inline int cp_catalog_stream_open(cp_catalog *c, const cp_catalog_stream 
 static inline int cp_catalog_stream_close(cp_catalog *c, const cp_catalog_stream *s)
 {
     return c->ops->stream_close(c, s);
+}
+static inline int cp_catalog_call_put(cp_catalog *c, const cp_call *call) { return c->ops->call_put(c, call); }
+static inline int cp_catalog_set_windows(cp_catalog *c, int64_t window_ms, int64_t ahead_ms)
+{
+    return c->ops->set_windows(c, window_ms, ahead_ms);
+}
+static inline int cp_catalog_windows_prepare(cp_catalog *c, int64_t now_ms)
+{
+    return c->ops->windows_prepare(c, now_ms);
 }
 static inline int cp_catalog_commit(cp_catalog *c) { return c->ops->commit(c); }
 static inline int cp_catalog_maintain(cp_catalog *c) { return c->ops->maintain ? c->ops->maintain(c) : CP_OK; }

@@ -1,0 +1,46 @@
+/* cp_http.h -- the HTTP server (libmicrohttpd): the JSON query API under /api/v1
+ * (docs/API.md). It runs on its own threads and reads the catalog through cp_reader
+ * connections (cp_hot.h), one per request at a time from a small pool, so queries never
+ * touch the agent event loop.
+ */
+#ifndef CP_HTTP_H
+#define CP_HTTP_H
+
+#include "common/cp_common.h"
+#include "store/cp_hot.h"
+
+#include <stdint.h>
+
+/* Opens one reader (called from HTTP threads, under the pool's lock). */
+typedef int (*cp_http_reader_open_fn)(void *ud, cp_reader **out, char *err, size_t errlen);
+
+typedef struct cp_http_config {
+    const char *host;              /* bind address, default "0.0.0.0" */
+    int port;                      /* default 8080; 0 = ephemeral */
+    unsigned threads;              /* worker threads, default 4 */
+    cp_http_reader_open_fn open_reader;
+    void *open_reader_ud;
+    /* Query bounds: a request beyond them gets a 400 with a JSON error. */
+    int64_t max_span_ms;           /* to - from, default 31 days */
+    unsigned max_limit;            /* page size, default 1000 (default page 100) */
+    uint64_t max_scan;             /* rows examined per query, default 20 000 000 (partial beyond) */
+    size_t max_tree_calls;         /* ids per tree, default 1000 */
+    size_t max_tree_nodes;         /* default 1 000 000 (413 beyond) */
+    uint64_t max_export_rows;      /* CSV rows, default 1 000 000 */
+    int64_t cursor_ttl_ms;         /* default 15 min */
+    const char *version;           /* product version for /api/v1/config */
+    void (*log)(void *ud, int level, const char *msg); /* may be called from any HTTP thread */
+    void *log_ud;
+} cp_http_config;
+
+void cp_http_config_default(cp_http_config *cfg);
+
+typedef struct cp_http cp_http;
+
+/* Binds and starts serving. The config must outlive the server. */
+int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t errlen);
+int cp_http_port(const cp_http *h);
+/* Stops accepting, waits for running requests, closes the readers. */
+void cp_http_stop(cp_http *h);
+
+#endif

@@ -1,0 +1,104 @@
+/* cp_hot.h -- reading calls back: the query side of the catalog (storage.md "Hot tier").
+ *
+ * A cp_reader is a read-only connection to the catalog, used by one thread at a time
+ * (the HTTP server keeps a small pool). It sees every call the writer (cp_catalog, on
+ * the loop thread) has committed. SQLite: WAL readers never block the writer.
+ *
+ * Calls are stored in window tables (calls_YYYYMMDD_HHMM + traces_YYYYMMDD_HHMM, one
+ * pair per window, default 5 minutes, listed in `inventory`). A search runs one ordered
+ * query per window that overlaps [from, to) and merges them, so a page costs about
+ * `limit` rows per window when the sort column is indexed (ts_ms, duration_ms).
+ */
+#ifndef CP_HOT_H
+#define CP_HOT_H
+
+#include "common/cp_common.h"
+#include "model/cp_model.h"
+
+#include <stdint.h>
+
+typedef struct cp_call_filter {
+    int64_t from_ms, to_ms;            /* ts_ms in [from, to) */
+    const char *ns, *service, *pod;    /* exact names; NULL = any */
+    int64_t min_duration_ms;           /* inclusive; 0 = none */
+    int64_t max_duration_ms;           /* inclusive; INT64_MAX = none */
+    int errors_only;
+    /* Extra predicate (method substring, search syntax); NULL = none. Called from inside
+     * the query (SQLite: as an SQL function), so the database applies LIMIT after it. */
+    int (*match)(void *ud, const cp_call_view *v);
+    void *match_ud;
+    const char *method_substr;         /* case-insensitive substring of method; NULL = none */
+    cp_sort_col sort;
+    int desc;
+    const cp_sort_key *after;          /* keyset: rows strictly after this key; NULL = first page */
+    size_t limit;                      /* rows wanted (the reader fetches limit + 1 to tell "more") */
+    uint64_t max_scan;                 /* rows the database may examine in total; 0 = no cap */
+} cp_call_filter;
+
+typedef struct cp_search_stats {
+    uint64_t scanned;                  /* rows examined (approximate: rows passed to match) */
+    size_t windows;                    /* window tables queried */
+    int partial;                       /* max_scan was reached: rows are right, maybe not all */
+    int more;                          /* another page exists */
+} cp_search_stats;
+
+/* Receives one call; its pointers are valid during the callback only (trace is NULL in
+ * search results). Non-zero return stops the scan (returned by the caller). */
+typedef int (*cp_call_fn)(void *ud, const cp_call *c);
+
+/* One pod restart with its call count in a time range (discovery). */
+typedef struct cp_pod_row {
+    const char *ns, *service, *pod;
+    int64_t restart_ms;
+    int64_t first_ms, last_ms;         /* pod_restarts.active_since / last_active */
+    int64_t calls;                     /* calls with ts_ms in [from, to) */
+} cp_pod_row;
+typedef int (*cp_pod_fn)(void *ud, const cp_pod_row *p);
+
+typedef struct cp_reader cp_reader;
+
+typedef struct cp_reader_ops {
+    /* Calls matching f in sort order (at most f->limit of them). */
+    int (*search)(cp_reader *r, const cp_call_filter *f, cp_call_fn fn, void *ud, cp_search_stats *st);
+    /* One call by its ref, with its trace blob if with_trace. CP_ENOTFOUND if absent. */
+    int (*get)(cp_reader *r, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud);
+    /* Pod restarts active in [from, to) with call counts, ordered by namespace, service,
+     * pod, restart. */
+    int (*pods)(cp_reader *r, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud);
+    /* Smallest and largest ts_ms of all hot calls (0, 0 when there are none). */
+    int (*bounds)(cp_reader *r, int64_t *min_ts, int64_t *max_ts);
+    const char *(*errmsg)(const cp_reader *r);
+    void (*close)(cp_reader *r);
+} cp_reader_ops;
+
+struct cp_reader {
+    const cp_reader_ops *ops;
+};
+
+/* Opens a reader on the SQLite catalog at path (which the writer created). */
+int cp_reader_open_sqlite(const char *path, cp_reader **out, char *err, size_t errlen);
+
+static inline int cp_reader_search(cp_reader *r, const cp_call_filter *f, cp_call_fn fn, void *ud,
+                                   cp_search_stats *st)
+{
+    return r->ops->search(r, f, fn, ud, st);
+}
+static inline int cp_reader_get(cp_reader *r, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud)
+{
+    return r->ops->get(r, ref, with_trace, fn, ud);
+}
+static inline int cp_reader_pods(cp_reader *r, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud)
+{
+    return r->ops->pods(r, from_ms, to_ms, fn, ud);
+}
+static inline int cp_reader_bounds(cp_reader *r, int64_t *min_ts, int64_t *max_ts)
+{
+    return r->ops->bounds(r, min_ts, max_ts);
+}
+static inline const char *cp_reader_errmsg(const cp_reader *r) { return r->ops->errmsg(r); }
+static inline void cp_reader_close(cp_reader *r)
+{
+    if (r) r->ops->close(r);
+}
+
+#endif
