@@ -178,7 +178,7 @@ start_collector() {
     local ready=$tmp/$name.ready
     rm -f "$ready"
     if [[ $kind == cloudprof ]]; then
-        "${pin_srv[@]}" "$cloudprof" serve --agent-port 0 --agent-host 127.0.0.1 --data "$srv_dir" \
+        "${pin_srv[@]}" "$cloudprof" serve --agent-port 0 --agent-host 127.0.0.1 --http-port 0 --http-host 127.0.0.1 --data "$srv_dir" \
             --ready-file "$ready" --log-level warn --protocol-version "$proto" >"$srv_log" 2>&1 &
     else
         # the server's default rotation, so that agents rotate the same way against both

@@ -3,6 +3,8 @@
 #ifndef CP_CLI_H
 #define CP_CLI_H
 
+#define CP_VERSION_STRING "0.1.0"
+
 int cp_cli_serve(int argc, char **argv);
 int cp_cli_decode(int argc, char **argv);
 int cp_cli_raw(int argc, char **argv);

@@ -9,7 +9,7 @@ static const struct {
     int (*run)(int, char **);
     const char *help;
 } commands[] = {
-    {"serve", cp_cli_serve, "run the collector (agent listener on :1715)"},
+    {"serve", cp_cli_serve, "run the collector (agents on :1715, query API on :8080)"},
     {"decode", cp_cli_decode, "decode a stream file or a conversation capture to JSON Lines"},
     {"raw", cp_cli_raw, "print a stored stream file byte-identical to what the agent sent"},
     {"emulate", cp_cli_emulate, "emulate profiler agents streaming to a collector (load test)"},
@@ -34,7 +34,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-        printf("cloudprof 0.1.0\n");
+        printf("cloudprof %s\n", CP_VERSION_STRING);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -1,6 +1,7 @@
 /* serve.c -- `cloudprof serve`: options (flags over environment) -> cp_server. */
 #include "cli/cp_cli.h"
 #include "common/cp_fsutil.h"
+#include "http/cp_http.h"
 #include "server/cp_server.h"
 #include "wire/cp_wire.h"
 
@@ -15,7 +16,9 @@ static const char usage_text[] =
     "usage: cloudprof serve [options]\n"
     "\n"
     "Runs the collector: accepts profiler agents on the agent port, appends their stream\n"
-    "files to the raw log (<data>/raw/...) and keeps the catalog in <data>/catalog.db.\n"
+    "files to the raw log (<data>/raw/...), assembles their calls into the hot tier of the\n"
+    "catalog (<data>/catalog.db) and answers the query API (/api/v1, docs/API.md) on the\n"
+    "HTTP port.\n"
     "Each option can also be given by the environment variable shown; a flag wins.\n"
     "\n"
     "  --agent-host ADDR        listen address (CLOUDPROF_AGENT_HOST, default 0.0.0.0)\n"
@@ -41,8 +44,19 @@ static const char usage_text[] =
     "                           closed and reopened on their next write; a file is never\n"
     "                           closed before its bytes are synced) (CLOUDPROF_MAX_OPEN_FILES,\n"
     "                           default: from the fd limit, at most 4096)\n"
+    "  --http-host ADDR         HTTP listen address (CLOUDPROF_HTTP_HOST, default 0.0.0.0)\n"
+    "  --http-port N            HTTP port of the API, 0 = any free port (CLOUDPROF_HTTP_PORT,\n"
+    "                           default 8080)\n"
+    "  --http-threads N         HTTP worker threads (CLOUDPROF_HTTP_THREADS, default 4)\n"
+    "  --max-query-span DAYS    widest time range one query may cover (CLOUDPROF_MAX_QUERY_SPAN,\n"
+    "                           default 31)\n"
+    "  --hot-window MIN         hot-tier window length in minutes (CLOUDPROF_HOT_WINDOW,\n"
+    "                           default 5)\n"
+    "  --trace-wait SEC         how long a call waits for the end of its trace before it is\n"
+    "                           stored without one (CLOUDPROF_TRACE_WAIT, default 60)\n"
     "  --log-level LEVEL        error, warn, info or debug (CLOUDPROF_LOG_LEVEL, default info)\n"
-    "  --ready-file FILE        once listening, atomically write 'agent_port=N' to FILE\n"
+    "  --ready-file FILE        once listening, atomically write 'agent_port=N' and\n"
+    "                           'http_port=M' lines to FILE\n"
     "                           (CLOUDPROF_READY_FILE)\n"
     "  --help                   this text\n"
     "\n"
@@ -50,6 +64,7 @@ static const char usage_text[] =
 
 typedef struct serve_opts {
     cp_server_config cfg;
+    cp_http_config http;
     const char *ready_file;
     const char **blacklist; /* points into argv / environ strings split in place */
     size_t nblacklist;
@@ -154,7 +169,13 @@ enum {
     OPT_MAXCONN,
     OPT_MAXFILES,
     OPT_LOG,
-    OPT_READY
+    OPT_READY,
+    OPT_HTTP_HOST,
+    OPT_HTTP_PORT,
+    OPT_HTTP_THREADS,
+    OPT_MAX_SPAN,
+    OPT_HOT_WINDOW,
+    OPT_TRACE_WAIT
 };
 
 static const struct {
@@ -172,6 +193,12 @@ static const struct {
     [OPT_MAXFILES] = {"--max-open-files", "CLOUDPROF_MAX_OPEN_FILES"},
     [OPT_LOG] = {"--log-level", "CLOUDPROF_LOG_LEVEL"},
     [OPT_READY] = {"--ready-file", "CLOUDPROF_READY_FILE"},
+    [OPT_HTTP_HOST] = {"--http-host", "CLOUDPROF_HTTP_HOST"},
+    [OPT_HTTP_PORT] = {"--http-port", "CLOUDPROF_HTTP_PORT"},
+    [OPT_HTTP_THREADS] = {"--http-threads", "CLOUDPROF_HTTP_THREADS"},
+    [OPT_MAX_SPAN] = {"--max-query-span", "CLOUDPROF_MAX_QUERY_SPAN"},
+    [OPT_HOT_WINDOW] = {"--hot-window", "CLOUDPROF_HOT_WINDOW"},
+    [OPT_TRACE_WAIT] = {"--trace-wait", "CLOUDPROF_TRACE_WAIT"},
 };
 
 /* Applies one option value; `source` names the flag or variable in messages. */
@@ -213,6 +240,40 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
         if ((st = cp_parse_u64(v, 10000000, &n)) == CP_OK && n > 0) o->cfg.max_open_files = (uint32_t)n;
         else {
             snprintf(why, whylen, "%s: '%s' is not a file count (1-10000000)", source, v);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_HTTP_HOST: o->http.host = v; break;
+    case OPT_HTTP_PORT:
+        if ((st = cp_parse_u64(v, 65535, &n)) == CP_OK) o->http.port = (int)n;
+        else snprintf(why, whylen, "%s: '%s' is not a port number (0-65535)", source, v);
+        break;
+    case OPT_HTTP_THREADS:
+        if ((st = cp_parse_u64(v, 256, &n)) == CP_OK && n > 0) o->http.threads = (unsigned)n;
+        else {
+            snprintf(why, whylen, "%s: '%s' is not a thread count (1-256)", source, v);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_MAX_SPAN:
+        if ((st = cp_parse_u64(v, 3660, &n)) == CP_OK && n > 0) o->http.max_span_ms = (int64_t)n * 86400000;
+        else {
+            snprintf(why, whylen, "%s: '%s' is not a number of days (1-3660)", source, v);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_HOT_WINDOW:
+        /* windows must tile hours: compaction takes whole hours (storage.md) */
+        if ((st = cp_parse_u64(v, 60, &n)) == CP_OK && n > 0 && 60 % n == 0) o->cfg.hot_window_ms = (int64_t)n * 60000;
+        else {
+            snprintf(why, whylen, "%s: '%s' must be a number of minutes that divides 60", source, v);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_TRACE_WAIT:
+        if ((st = cp_parse_u64(v, 86400, &n)) == CP_OK && n > 0) o->cfg.trace_wait_ms = (int64_t)n * 1000;
+        else {
+            snprintf(why, whylen, "%s: '%s' is not a number of seconds (1-86400)", source, v);
             st = CP_EINVAL;
         }
         break;
@@ -282,11 +343,16 @@ static void log_line(void *ud, int level, const char *msg)
     fprintf(stderr, "cloudprof: %s.%03ldZ %s: %s\n", when, ts.tv_nsec / 1000000, names[level & 3], msg);
 }
 
-static int write_ready_file(const char *path, int port)
+static int write_ready_file(const char *path, int port, int http_port)
 {
-    char text[32];
-    int n = snprintf(text, sizeof text, "agent_port=%d\n", port);
+    char text[64];
+    int n = snprintf(text, sizeof text, "agent_port=%d\nhttp_port=%d\n", port, http_port);
     return cp_write_file_atomic(path, text, (size_t)n);
+}
+
+static int open_reader(void *ud, cp_reader **out, char *err, size_t errlen)
+{
+    return cp_reader_open_sqlite(ud, out, err, errlen);
 }
 
 int cp_cli_serve(int argc, char **argv)
@@ -299,6 +365,7 @@ int cp_cli_serve(int argc, char **argv)
     serve_opts o;
     memset(&o, 0, sizeof o);
     cp_server_config_default(&o.cfg);
+    cp_http_config_default(&o.http);
     char why[256] = "";
     int st = apply_env(&o, why, sizeof why);
     if (st == CP_OK) st = apply_flags(&o, argc, argv, why, sizeof why);
@@ -318,14 +385,31 @@ int cp_cli_serve(int argc, char **argv)
         opts_free(&o);
         return 1;
     }
-    fprintf(stderr, "cloudprof: agent listener on %s:%d, data %s\n", o.cfg.host, cp_server_port(srv), o.cfg.data_dir);
-    if (o.ready_file && write_ready_file(o.ready_file, cp_server_port(srv)) != CP_OK) {
+    /* the HTTP threads read the catalog through their own connections */
+    char catalog_path[4096];
+    snprintf(catalog_path, sizeof catalog_path, "%s/catalog.db", o.cfg.data_dir);
+    o.http.open_reader = open_reader;
+    o.http.open_reader_ud = catalog_path;
+    o.http.version = CP_VERSION_STRING;
+    o.http.log = log_line;
+    cp_http *http = NULL;
+    if (cp_http_start(&o.http, &http, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof serve: HTTP: %s\n", err);
+        cp_server_close(srv);
+        opts_free(&o);
+        return 1;
+    }
+    fprintf(stderr, "cloudprof: agent listener on %s:%d, HTTP API on %s:%d, data %s\n", o.cfg.host,
+            cp_server_port(srv), o.http.host, cp_http_port(http), o.cfg.data_dir);
+    if (o.ready_file && write_ready_file(o.ready_file, cp_server_port(srv), cp_http_port(http)) != CP_OK) {
         fprintf(stderr, "cloudprof serve: cannot write ready file %s: %s\n", o.ready_file, strerror(errno));
+        cp_http_stop(http);
         cp_server_close(srv);
         opts_free(&o);
         return 1;
     }
     cp_server_run(srv);
+    cp_http_stop(http);
     cp_server_close(srv);
     opts_free(&o);
     return 0;

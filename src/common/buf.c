@@ -17,6 +17,7 @@ const char *cp_strstatus(int status)
     case CP_EABORT: return "aborted";
     case CP_EINVAL: return "invalid argument";
     case CP_ENOTFOUND: return "not found";
+    case CP_ECORRUPT: return "corrupt data";
     default: return "unknown error";
     }
 }

@@ -23,6 +23,7 @@ enum {
     CP_EABORT = -5,   /* a consumer callback asked to stop */
     CP_EINVAL = -6,   /* bad argument or configuration */
     CP_ENOTFOUND = -7,
+    CP_ECORRUPT = -8, /* stored data (a blob, a file) that does not parse */
 };
 
 const char *cp_strstatus(int status);

@@ -209,10 +209,14 @@ static void conn_release(cp_conn *c)
 {
     if (c->in_batch || !c->handle_gone) return; /* the batch or libuv still uses it */
     cp_server *s = c->srv;
-    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) {
-        if (!c->slots[i].file) continue;
-        cp_sfile_finalize(c->slots[i].file);
-        cp_sfile_free(c->slots[i].file);
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
+        if (c->slots[i].file) cp_sfile_finalize(c->slots[i].file);
+    cp_srv_asm_finish(c); /* reads the files: before they are freed */
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) cp_sfile_free(c->slots[i].file);
+    while (c->retired) {
+        cp_sfile *f = c->retired;
+        c->retired = f->next_retired;
+        cp_sfile_free(f);
     }
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
@@ -293,6 +297,7 @@ void cp_conn_close(cp_conn *c, const char *reason)
     cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: connection closed (%s)", c->peer, pod_label(c), reason);
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
         if (c->slots[i].file) cp_sfile_finalize(c->slots[i].file);
+    cp_srv_asm_finish(c); /* every call of the connection goes to the hot tier now */
     if (c->identified && cp_catalog_pod_touch(c->srv->catalog, &c->pod, cp_now_ms()) != CP_OK)
         cp_srv_log(c->srv, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(c->srv->catalog));
     if (cp_conn_has_unsynced(c) && cp_sync_join(c, 0) == CP_OK) return; /* shut down after the sync */

@@ -34,6 +34,10 @@ typedef struct cp_server_config {
                                        * limit - min(max_connections, limit/2) - 64, within
                                        * [16, 4096] */
     uint32_t idle_timeout_ms;         /* default 120000; 0 = never */
+    int64_t trace_wait_ms;            /* how long a call waits for the end of its trace
+                                       * before it is stored without one (default 60000) */
+    int64_t hot_window_ms;            /* hot-tier window length (default 300000) */
+    int64_t hot_ahead_ms;             /* windows created this far ahead (default 3 h) */
     cp_server_log_fn log;             /* NULL = silent */
     void *log_ud;
     int log_level;                    /* CP_LOG_*, default CP_LOG_INFO */

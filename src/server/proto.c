@@ -68,6 +68,10 @@ static int identify(cp_conn *c, cp_field ns, cp_field service, cp_field pod)
     if (cp_catalog_pod_register(s->catalog, &c->pod, c->touched_ms) != CP_OK)
         cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
     c->identified = 1;
+    if (cp_srv_asm_open(c) != CP_OK) {
+        cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: out of memory for call assembly", c->peer, c->pod.pod_id);
+        return CP_ENOMEM;
+    }
     cp_srv_log(s, CP_LOG_INFO, "%s: pod %s (service %s) connected, restart %lld", c->peer, c->pod.pod_id,
                c->pod.service, (long long)c->pod.restart_ms);
     return CP_OK;
@@ -136,8 +140,14 @@ static int rotate(cp_conn *c, cp_stream_slot *slot)
     }
     cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: %s file %lld rotated (%llu bytes)", c->peer, c->pod.pod_id,
                cp_stream_kind_name(old->kind), (long long)old->seq + 1, (unsigned long long)old->raw.size);
-    cp_sfile_free(old);
     slot->file = NULL;
+    if (old->kind == CP_STREAM_TRACE || old->kind == CP_STREAM_SQL || old->kind == CP_STREAM_XML) {
+        /* calls may still point into it (a call spanning the rotation, an older sql ref) */
+        old->next_retired = c->retired;
+        c->retired = old;
+    } else {
+        cp_sfile_free(old);
+    }
     return CP_PROTO_NEXT;
 }
 
@@ -169,6 +179,7 @@ static int on_init(cp_conn *c, const cp_cmd *cmd)
         seq = slot->last_seq + 1;
     }
     int32_t first_id = cmd->u.init.reset ? 0 : slot->next_word_id;
+    if (cmd->u.init.reset && kind == CP_STREAM_DICTIONARY && c->asm_) cp_asm_dict_reset(c->asm_);
     cp_sfile *f;
     if (cp_sfile_open(c, kind, seq, first_id, &f) != CP_OK) return init_fail(c, "cannot open the stream file");
     slot->file = f;

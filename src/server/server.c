@@ -25,6 +25,9 @@ void cp_server_config_default(cp_server_config *cfg)
     cfg->max_connections = 20000;
     cfg->idle_timeout_ms = 120000;
     cfg->log_level = CP_LOG_INFO;
+    cfg->trace_wait_ms = 60000;
+    cfg->hot_window_ms = 300000;
+    cfg->hot_ahead_ms = 3 * 3600000;
     for (int k = 0; k < CP_STREAM_KIND_COUNT; k++) {
         int meta = k == CP_STREAM_DICTIONARY || k == CP_STREAM_POSDICTIONARY || k == CP_STREAM_PARAMS;
         /* splitting the dictionary id space or re-sending params buys nothing (§3.9) */
@@ -226,6 +229,7 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
     uv_tcp_init(&s->loop, &s->listener);
     uv_check_init(&s->loop, &s->check);
     uv_timer_init(&s->loop, &s->sweep);
+    uv_timer_init(&s->loop, &s->asm_timer);
     uv_signal_init(&s->loop, &s->sigint);
     uv_signal_init(&s->loop, &s->sigterm);
     s->listener.data = s->check.data = s->sweep.data = s->sigint.data = s->sigterm.data = s;
@@ -240,6 +244,10 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
         st = CP_EINVAL;
     }
     if (st == CP_OK) st = cp_catalog_open_sqlite(path, &s->catalog, err, errlen);
+    if (st == CP_OK && cp_catalog_set_windows(s->catalog, cfg->hot_window_ms, cfg->hot_ahead_ms) != CP_OK) {
+        snprintf(err, errlen, "catalog: %s", cp_catalog_errmsg(s->catalog));
+        st = CP_EINVAL;
+    }
     if (st == CP_OK) s->fs_fd = open(cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* -1: no syncfs */
     if (st == CP_OK) st = bind_listener(s, err, errlen);
     if (st != CP_OK) {
@@ -261,6 +269,7 @@ int cp_server_run(cp_server *s)
 {
     uv_check_start(&s->check, on_check);
     uv_timer_start(&s->sweep, on_sweep, SWEEP_INTERVAL_MS, SWEEP_INTERVAL_MS);
+    cp_srv_asm_timer_start(s);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     if (cp_catalog_commit(s->catalog) != CP_OK)
         cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
@@ -289,12 +298,15 @@ void cp_srv_maybe_finish(cp_server *s)
         cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
     uv_close((uv_handle_t *)&s->check, NULL);
     uv_close((uv_handle_t *)&s->sweep, NULL);
+    uv_close((uv_handle_t *)&s->asm_timer, NULL);
     uv_close((uv_handle_t *)&s->sigint, NULL);
     uv_close((uv_handle_t *)&s->sigterm, NULL);
     cp_srv_log(s, CP_LOG_INFO,
-               "stopped (stream-file opens %llu, fds closed by the cache %llu, opens beyond its limit %llu)",
+               "stopped (stream-file opens %llu, fds closed by the cache %llu, opens beyond its limit %llu; "
+               "calls stored %llu, failed %llu)",
                (unsigned long long)s->files.opens, (unsigned long long)s->files.evictions,
-               (unsigned long long)s->files.over_limit);
+               (unsigned long long)s->files.over_limit, (unsigned long long)s->calls_stored,
+               (unsigned long long)s->calls_failed);
 }
 
 static void close_any(uv_handle_t *h, void *arg)

@@ -6,6 +6,8 @@
  *   proto.c      the commands of protocol.md §3 (handshake, INIT, RCV_DATA, ...)
  *   sfile.c      one stream file: raw log append, decoder, catalog rows
  *   syncbatch.c  group commit: the fsyncs behind REQUEST_ACK_FLUSH acks
+ *   assembly.c   call assembly per connection (cp_asm) wired to the stream files and
+ *                the hot tier; the assembly timer; hot-window upkeep
  *
  * Everything runs on the loop thread except the sync worker, which only touches the
  * fds and directory paths copied into its batch.
@@ -14,6 +16,7 @@
 #define CP_SERVER_INTERNAL_H
 
 #include "cp_server.h"
+#include "model/cp_asm.h"
 #include "store/cp_catalog.h"
 #include "store/cp_rawlog.h"
 #include "streams/cp_streams.h"
@@ -49,6 +52,7 @@ struct cp_sfile {
     cp_rawlog_file raw;       /* raw.dirty: written or cut since its last sync began */
     cp_dec *dec;              /* created on the first payload; NULL for raw-only kinds */
     char *error;              /* why the file failed */
+    cp_sfile *next_retired;   /* rotated trace/sql/xml files stay readable (conn->retired) */
 };
 
 /* Per stream name: the open file and what a later INIT of that name needs. */
@@ -92,6 +96,8 @@ struct cp_conn {
     cp_catalog_pod pod;
     cp_rawlog_restart restart;
     cp_stream_slot slots[CP_STREAM_KIND_COUNT];
+    cp_asm *asm_;             /* call assembly; NULL until identified */
+    cp_sfile *retired;        /* rotated files calls may still point into */
 };
 
 /* A group of connections whose files are fsynced together (storage.md ingest rule 2). */
@@ -133,6 +139,9 @@ struct cp_server {
     cp_sync_batch *inflight;  /* in the threadpool, or NULL */
     uint8_t *rbuf;            /* shared read buffer */
     cp_buf scratch;           /* UTF-8 conversions in decoder sinks */
+    uv_timer_t asm_timer;     /* assembly waits and hot-window upkeep */
+    uint64_t next_windows;    /* loop time of the next windows_prepare */
+    uint64_t calls_stored, calls_failed;
 };
 
 /* server.c */
@@ -177,6 +186,15 @@ int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n);
 void cp_sfile_finalize(cp_sfile *f);
 void cp_sfile_free(cp_sfile *f);
 void cp_sfile_handle_str(const cp_sfile *f, char out[37]);
+
+/* assembly.c */
+int cp_srv_asm_open(cp_conn *c);
+/* Final pump (everything waiting is stored, with reasons) and free. Idempotent. */
+void cp_srv_asm_finish(cp_conn *c);
+/* After new stream bytes were stored: assemble what became ready. */
+void cp_srv_asm_pump(cp_conn *c);
+void cp_srv_asm_timer_start(cp_server *s);
+cp_dec_sink cp_srv_asm_sink(cp_sfile *f);   /* the sink of calls/trace/suspend files */
 
 /* syncbatch.c */
 void cp_sync_init(cp_server *s);

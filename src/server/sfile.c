@@ -91,6 +91,11 @@ static int on_word(void *ud, const cp_word_rec *r)
     cp_buf_reset(&s->scratch);
     if (cp_str16_to_utf8(&s->scratch, r->word) != CP_OK) return 1;
     int st = cp_catalog_dict_put(s->catalog, &f->conn->pod, r->id, (const char *)s->scratch.data, s->scratch.len);
+    if (st == CP_OK && f->conn->asm_ &&
+        cp_asm_word(f->conn->asm_, r->id, (const char *)s->scratch.data, s->scratch.len) == CP_ENOMEM) {
+        set_error(f, "out of memory for the dictionary");
+        return 1;
+    }
     if (st != CP_OK) set_error(f, "catalog: %s", cp_catalog_errmsg(s->catalog));
     return st != CP_OK;
 }
@@ -122,8 +127,11 @@ static int on_param(void *ud, const cp_param_rec *r)
 static int ensure_decoder(cp_sfile *f)
 {
     if (f->dec || !cp_stream_kind_is_decoded(f->kind)) return CP_OK;
-    /* calls/trace/sql/xml are decoded to validate them; nothing is stored yet */
-    cp_dec_sink sink = {.ud = f, .on_word = on_word, .on_param = on_param};
+    /* calls, trace and suspend feed the call assembly; sql/xml are only validated (the
+     * assembly reads their values back from the stored file) */
+    cp_dec_sink sink = cp_srv_asm_sink(f);
+    sink.on_word = on_word;
+    sink.on_param = on_param;
     f->dec = cp_dec_new(f->kind, NULL, &sink, f->first_word_id);
     return f->dec ? CP_OK : CP_ENOMEM;
 }
@@ -174,6 +182,8 @@ int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
         set_error(f, "write %s: %s", f->raw.path, strerror(errno));
         return st;
     }
+    /* the calls this payload completed can be read back now */
+    if (f->kind != CP_STREAM_SUSPEND && f->kind != CP_STREAM_PARAMS) cp_srv_asm_pump(f->conn);
     return CP_OK;
 }
 

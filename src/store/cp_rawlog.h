@@ -116,6 +116,9 @@ int cp_rawlog_file_prepare(cp_rawlog_file *f);
 /* Appends n bytes with plain write()s (short writes and EINTR retried), reopening the
  * fd (O_WRONLY|O_APPEND) if the cache closed it. The file becomes dirty. */
 int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n);
+/* Reads up to n bytes at off (never past the bytes appended), reopening the fd if the
+ * cache closed it (fds are O_RDWR). Returns the bytes read or a negative status. */
+long cp_rawlog_file_pread(cp_rawlog_file *f, void *buf, size_t n, uint64_t off);
 /* fdatasync on the calling thread: the file's bytes (and size) are durable when this
  * returns CP_OK, and the file is clean. */
 int cp_rawlog_file_sync(cp_rawlog_file *f);

@@ -323,7 +323,7 @@ static int ensure_open(cp_rawlog_file *f)
         return CP_EIO;
     }
     /* no O_CREAT: the file was created by cp_rawlog_file_open and must still exist */
-    int fd = cache_open(f->cache, f->path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+    int fd = cache_open(f->cache, f->path, O_RDWR | O_APPEND | O_CLOEXEC, 0);
     if (fd < 0) return CP_EIO;
     f->fd = fd;
     lru_touch(f);
@@ -358,12 +358,12 @@ int cp_rawlog_file_open(cp_rawlog_fdcache *cache, cp_rawlog_restart *r, const ch
     if (st != CP_OK) goto fail;
     const char *path = (char *)p.data;
     /* O_EXCL first so we know whether the entry is new (and its directory needs a sync) */
-    int fd = cache_open(cache, path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, FILE_MODE);
+    int fd = cache_open(cache, path, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, FILE_MODE);
     int existed = fd < 0 && errno == EEXIST;
     if (fd >= 0) {
         st = dirs_add(&r->unsynced_dirs, path, dir_len);
     } else if (existed) {
-        fd = cache_open(cache, path, O_WRONLY | O_APPEND | O_CLOEXEC, 0);
+        fd = cache_open(cache, path, O_RDWR | O_APPEND | O_CLOEXEC, 0);
         struct stat sb;
         if (fd >= 0 && fstat(fd, &sb) == 0) f->size = (uint64_t)sb.st_size;
         else st = CP_EIO;
@@ -407,6 +407,24 @@ int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n)
     }
     f->size += n;
     return CP_OK;
+}
+
+long cp_rawlog_file_pread(cp_rawlog_file *f, void *buf, size_t n, uint64_t off)
+{
+    if (off >= f->size) return 0;
+    if (n > f->size - off) n = (size_t)(f->size - off);
+    if (ensure_open(f) != CP_OK) return CP_EIO;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(f->fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return CP_EIO;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (long)got;
 }
 
 int cp_rawlog_file_sync(cp_rawlog_file *f)

@@ -119,6 +119,7 @@ static void spawn(test_server *s, const char *const *extra)
     const char *argv[64];
     size_t n = 0;
     const char *base[] = {"cloudprof", "serve", "--agent-host", "127.0.0.1", "--agent-port", "0",
+                          "--http-host", "127.0.0.1", "--http-port", "0",
                           "--data", s->data, "--ready-file", s->ready};
     for (size_t i = 0; i < CP_ARRAY_LEN(base); i++) argv[n++] = base[i];
     for (size_t i = 0; extra && extra[i]; i++) {
@@ -155,7 +156,7 @@ static void spawn(test_server *s, const char *const *extra)
     s->port = 0;
     live_set(s);
 
-    /* wait for the ready file: agent_port=N\n */
+    /* wait for the ready file: agent_port=N\nhttp_port=M\n */
     int64_t deadline = now_ms() + SRV_TIMEOUT_MS;
     for (;;) {
         int status;
@@ -167,17 +168,20 @@ static void spawn(test_server *s, const char *const *extra)
         cp_buf b;
         cp_buf_init(&b);
         if (cp_read_file(s->ready, 4096, &b) == CP_OK && b.len > 0 && b.data[b.len - 1] == '\n') {
-            int port = 0;
+            int port = 0, http_port = 0;
             cp_buf_putc(&b, 0);
             const char *line = strstr((const char *)b.data, "agent_port=");
+            const char *hline = strstr((const char *)b.data, "\nhttp_port=");
             if (line && (line == (const char *)b.data || line[-1] == '\n') && sscanf(line, "agent_port=%d", &port) == 1 &&
-                port > 0 && port < 65536) {
+                port > 0 && port < 65536 && hline && sscanf(hline + 1, "http_port=%d", &http_port) == 1 &&
+                http_port > 0 && http_port < 65536) {
                 cp_buf_free(&b);
                 s->port = port;
+                s->http_port = http_port;
                 return;
             }
             cp_buf_free(&b);
-            server_fail(s, "ready file %s does not hold agent_port=N", s->ready);
+            server_fail(s, "ready file %s does not hold agent_port=N and http_port=M", s->ready);
         }
         cp_buf_free(&b);
         if (now_ms() > deadline) server_fail(s, "no ready file after %d ms", SRV_TIMEOUT_MS);

@@ -21,14 +21,15 @@
 typedef struct test_server {
     pid_t pid;           /* 0 when not running */
     int port;            /* agent port read from the ready file */
+    int http_port;       /* HTTP API port read from the ready file */
     char root[1024];     /* temporary directory holding everything below */
     char data[1100];     /* --data DIR */
     char ready[1100];    /* --ready-file FILE */
     char log[1100];      /* the server's stderr (appended across restarts) */
 } test_server;
 
-/* Starts `cloudprof serve --agent-host 127.0.0.1 --agent-port 0 --data ROOT/data
- * --ready-file ROOT/ready [extra...]` on a fresh temporary ROOT and waits (<= 10 s) for
+/* Starts `cloudprof serve --agent-host 127.0.0.1 --agent-port 0 --http-host 127.0.0.1
+ * --http-port 0 --data ROOT/data --ready-file ROOT/ready [extra...]` on a fresh temporary ROOT and waits (<= 10 s) for
  * the ready file. extra is a NULL-terminated argument list, or NULL. */
 void server_start(test_server *s, const char *tag, const char *const *extra);
 /* Starts the server again on the same data directory (after server_stop/server_kill). */

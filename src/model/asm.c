@@ -1,0 +1,1188 @@
+/* asm.c -- call assembly for one pod restart (cp_asm.h).
+ *
+ * Three kinds of state:
+ *   threads  thread id -> nesting depth and the root call being tracked (its extent);
+ *   extents  (traceFileIndex, chunk offset, record index) -> where a root call's events
+ *            lie: one segment per chunk of its thread, byte ranges in the trace files;
+ *   calls    calls records waiting: for their extent (keyed like it), to be assembled
+ *            (ready), or for a sql/xml value or a word that has not arrived (retry).
+ * An extent holds positions only; the bytes are read back from the stored stream files
+ * when its call is assembled, so a pod restart costs memory in proportion to the calls
+ * in flight, not to its trace volume.
+ */
+#include "cp_asm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
+#define MAX_SEGS 65536          /* chunks per call: beyond, the call is too large */
+#define MAX_THREADS 1000000     /* thread states per connection */
+
+/* ---- intrusive lists ------------------------------------------------------------------ */
+
+typedef struct link {
+    struct link *prev, *next;
+} link;
+
+static void list_init(link *h) { h->prev = h->next = h; }
+static int list_empty(const link *h) { return h->next == h; }
+static void list_push(link *h, link *e)
+{
+    e->prev = h->prev;
+    e->next = h;
+    h->prev->next = e;
+    h->prev = e;
+}
+static void list_del(link *e)
+{
+    e->prev->next = e->next;
+    e->next->prev = e->prev;
+    e->prev = e->next = e;
+}
+
+/* ---- a small hash map: (a, b) -> pointer, linear probing, backward-shift delete -------- */
+
+typedef struct kent {
+    uint64_t a, b;
+    void *v;                    /* NULL = empty */
+} kent;
+
+typedef struct kmap {
+    kent *e;
+    size_t cap, n;              /* cap is a power of two */
+} kmap;
+
+static uint64_t kmix(uint64_t a, uint64_t b)
+{
+    uint64_t h = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    return h ^ (h >> 29);
+}
+
+static int kmap_grow(kmap *m)
+{
+    size_t cap = m->cap ? m->cap * 2 : 64;
+    kent *e = calloc(cap, sizeof *e);
+    if (!e) return CP_ENOMEM;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->e[i].v) continue;
+        size_t j = kmix(m->e[i].a, m->e[i].b) & (cap - 1);
+        while (e[j].v) j = (j + 1) & (cap - 1);
+        e[j] = m->e[i];
+    }
+    free(m->e);
+    m->e = e;
+    m->cap = cap;
+    return CP_OK;
+}
+
+static void *kmap_get(const kmap *m, uint64_t a, uint64_t b)
+{
+    if (!m->cap) return NULL;
+    for (size_t j = kmix(a, b) & (m->cap - 1);; j = (j + 1) & (m->cap - 1)) {
+        if (!m->e[j].v) return NULL;
+        if (m->e[j].a == a && m->e[j].b == b) return m->e[j].v;
+    }
+}
+
+/* Inserts or replaces. */
+static int kmap_put(kmap *m, uint64_t a, uint64_t b, void *v)
+{
+    if ((m->n + 1) * 4 > m->cap * 3 && kmap_grow(m) != CP_OK) return CP_ENOMEM;
+    size_t j = kmix(a, b) & (m->cap - 1);
+    while (m->e[j].v && !(m->e[j].a == a && m->e[j].b == b)) j = (j + 1) & (m->cap - 1);
+    if (!m->e[j].v) m->n++;
+    m->e[j] = (kent){a, b, v};
+    return CP_OK;
+}
+
+static void kmap_del(kmap *m, uint64_t a, uint64_t b)
+{
+    if (!m->cap) return;
+    size_t mask = m->cap - 1, j = kmix(a, b) & mask;
+    for (;; j = (j + 1) & mask) {
+        if (!m->e[j].v) return;
+        if (m->e[j].a == a && m->e[j].b == b) break;
+    }
+    m->e[j].v = NULL;
+    m->n--;
+    /* shift back the entries of the probe run that follows, so lookups stay correct */
+    for (size_t i = (j + 1) & mask; m->e[i].v; i = (i + 1) & mask) {
+        size_t home = kmix(m->e[i].a, m->e[i].b) & mask;
+        /* move e[i] to the hole j unless its home lies cyclically in (j, i] */
+        int stays = j <= i ? (home > j && home <= i) : (home > j || home <= i);
+        if (stays) continue;
+        m->e[j] = m->e[i];
+        m->e[i].v = NULL;
+        j = i;
+    }
+}
+
+static void kmap_free(kmap *m)
+{
+    free(m->e);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- state ------------------------------------------------------------------------------ */
+
+typedef struct seg {
+    int32_t file;
+    uint64_t off, len;          /* event bytes of one chunk */
+    int64_t thread_id, chunk_time;
+} seg;
+
+typedef struct extent {
+    int32_t file, rec;          /* key: the calls record's pointer */
+    uint64_t chunk_off;
+    int64_t timer_start;
+    int64_t root_time;          /* absolute time of the root ENTER */
+    int32_t root_method;
+    uint8_t complete;
+    uint8_t too_large;
+    uint8_t want_start;         /* the current segment starts at the next record */
+    uint8_t want_end;           /* ... ends at the next record (depth-0 EXIT seen) */
+    seg *segs;
+    size_t nsegs, capsegs;
+    uint64_t bytes;
+    int64_t done_ms;
+    link fifo;                  /* complete extents, oldest first */
+} extent;
+
+typedef struct thread_state {
+    int64_t id;
+    int32_t depth;
+    extent *cur;                /* the root call being tracked, or NULL */
+} thread_state;
+
+typedef enum { PC_WAIT_TRACE, PC_READY, PC_RETRY } pc_state;
+
+typedef struct pcall {
+    link q;                     /* in waiting / ready / retry */
+    struct pcall *dup;          /* other waiting calls with the same pointer */
+    uint8_t state;
+    int64_t arrived_ms;         /* when it came in (trace wait) */
+    int64_t first_try_ms;       /* first assembly attempt (value/word wait); 0 = none */
+    cp_call_rec rec;            /* pointers cleared; strings in data */
+    size_t thread_len;
+    size_t nparams;
+    cp_buf data;                /* thread name, then params: i32 id, u32 n, n x (u32 len, bytes) */
+} pcall;
+
+typedef struct pause_vec {
+    cp_blob_pause *p;
+    size_t n, cap;
+} pause_vec;
+
+struct cp_asm {
+    cp_asm_limits lim;
+    cp_asm_io io;
+    char *ns, *service, *pod;
+    int64_t restart_ms;
+    cp_dict dict;
+    int32_t call_red_id;        /* dictionary id of "call.red", -1 if unknown */
+    /* trace */
+    int64_t timer_start;        /* of the current trace file */
+    thread_state *thr;          /* the chunk being decoded belongs to it */
+    int32_t chunk_file;
+    uint64_t chunk_off;
+    int64_t chunk_thread, chunk_time;
+    kmap threads;               /* thread id -> thread_state */
+    kmap extents;               /* (file << 32 | rec, chunk_off) -> extent */
+    link done;                  /* complete extents, oldest first */
+    size_t nextents;
+    /* calls */
+    kmap waiting_by_key;        /* same key -> pcall (chain through dup) */
+    link waiting, ready, retry;
+    size_t npending;
+    pause_vec pauses;
+    /* assembly scratch */
+    cp_buf tbuf;                /* trace bytes */
+    cp_buf vbuf;                /* value bytes read */
+    cp_buf sbuf;                /* UTF-8 conversions */
+    cp_buf params_json;
+    cp_buf method_buf;
+    cp_buf blob;
+    cp_blob_builder bb;
+    cp_asm_stats st;
+};
+
+/* ---- limits, lifecycle ------------------------------------------------------------------- */
+
+void cp_asm_limits_default(cp_asm_limits *l)
+{
+    l->max_pending = 200000;
+    l->max_extents = 1000000;
+    l->max_trace_bytes = 64u << 20;
+    l->max_values_bytes = 64u << 20;
+    l->max_pauses = 65536;
+    l->trace_wait_ms = 60000;
+    l->ref_wait_ms = 1000;
+    l->extent_ttl_ms = 600000;
+}
+
+cp_asm *cp_asm_new(const cp_asm_pod *pod, const cp_asm_limits *limits, const cp_asm_io *io)
+{
+    cp_asm *a = calloc(1, sizeof *a);
+    if (!a) return NULL;
+    if (limits) a->lim = *limits;
+    else cp_asm_limits_default(&a->lim);
+    a->io = *io;
+    a->ns = strdup(pod->ns ? pod->ns : "");
+    a->service = strdup(pod->service ? pod->service : "");
+    a->pod = strdup(pod->pod ? pod->pod : "");
+    a->restart_ms = pod->restart_ms;
+    a->call_red_id = -1;
+    cp_dict_init(&a->dict);
+    list_init(&a->done);
+    list_init(&a->waiting);
+    list_init(&a->ready);
+    list_init(&a->retry);
+    cp_buf_init(&a->tbuf);
+    cp_buf_init(&a->vbuf);
+    cp_buf_init(&a->sbuf);
+    cp_buf_init(&a->params_json);
+    cp_buf_init(&a->method_buf);
+    cp_buf_init(&a->blob);
+    cp_blob_builder_init(&a->bb);
+    if (!a->ns || !a->service || !a->pod) {
+        cp_asm_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+static void extent_free(extent *e)
+{
+    if (!e) return;
+    free(e->segs);
+    free(e);
+}
+
+static void pcall_free(pcall *p)
+{
+    if (!p) return;
+    cp_buf_free(&p->data);
+    free(p);
+}
+
+static void free_list(link *h)
+{
+    while (!list_empty(h)) {
+        link *e = h->next;
+        list_del(e);
+        pcall *p = CONTAINER(e, pcall, q);
+        while (p) {
+            pcall *d = p->dup;
+            pcall_free(p);
+            p = d;
+        }
+    }
+}
+
+void cp_asm_free(cp_asm *a)
+{
+    if (!a) return;
+    for (size_t i = 0; i < a->extents.cap; i++) extent_free(a->extents.e[i].v);
+    for (size_t i = 0; i < a->threads.cap; i++) free(a->threads.e[i].v);
+    kmap_free(&a->extents);
+    kmap_free(&a->threads);
+    kmap_free(&a->waiting_by_key);
+    /* waiting calls are on the list once, with their duplicates chained */
+    free_list(&a->waiting);
+    free_list(&a->ready);
+    free_list(&a->retry);
+    free(a->pauses.p);
+    cp_dict_free(&a->dict);
+    cp_buf_free(&a->tbuf);
+    cp_buf_free(&a->vbuf);
+    cp_buf_free(&a->sbuf);
+    cp_buf_free(&a->params_json);
+    cp_buf_free(&a->method_buf);
+    cp_buf_free(&a->blob);
+    cp_blob_builder_free(&a->bb);
+    free(a->ns);
+    free(a->service);
+    free(a->pod);
+    free(a);
+}
+
+/* ---- dictionary, pauses ----------------------------------------------------------------- */
+
+int cp_asm_word(cp_asm *a, int32_t id, const char *word, size_t len)
+{
+    if (len == 8 && !memcmp(word, "call.red", 8)) a->call_red_id = id;
+    else if (id == a->call_red_id) a->call_red_id = -1;
+    return cp_dict_put(&a->dict, id, word, len);
+}
+
+void cp_asm_dict_reset(cp_asm *a)
+{
+    cp_dict_free(&a->dict);
+    cp_dict_init(&a->dict);
+    a->call_red_id = -1;
+}
+
+int cp_asm_pause(cp_asm *a, const cp_suspend_rec *r)
+{
+    pause_vec *v = &a->pauses;
+    if (r->duration_ms <= 0) return CP_OK;
+    if (v->n == v->cap) {
+        if (v->cap >= a->lim.max_pauses) {
+            /* keep the most recent: calls being assembled are recent */
+            size_t drop = v->n / 4 ? v->n / 4 : 1;
+            memmove(v->p, v->p + drop, (v->n - drop) * sizeof *v->p);
+            v->n -= drop;
+        } else {
+            size_t cap = v->cap ? v->cap * 2 : 64;
+            if (cap > a->lim.max_pauses) cap = a->lim.max_pauses ? a->lim.max_pauses : 1;
+            cp_blob_pause *p = realloc(v->p, cap * sizeof *p);
+            if (!p) return CP_ENOMEM;
+            v->p = p;
+            v->cap = cap;
+        }
+    }
+    /* pauses arrive in end order; an out-of-order one is inserted in place */
+    size_t i = v->n;
+    while (i > 0 && v->p[i - 1].end_ms > r->end_ms) i--;
+    memmove(v->p + i + 1, v->p + i, (v->n - i) * sizeof *v->p);
+    v->p[i] = (cp_blob_pause){r->end_ms, r->duration_ms};
+    v->n++;
+    return CP_OK;
+}
+
+/* ---- trace: extents ---------------------------------------------------------------------- */
+
+static uint64_t key_a(int32_t file, int32_t rec) { return ((uint64_t)(uint32_t)file << 32) | (uint32_t)rec; }
+
+static thread_state *thread_get(cp_asm *a, int64_t id)
+{
+    thread_state *t = kmap_get(&a->threads, (uint64_t)id, 0);
+    if (t) return t;
+    if (a->threads.n >= MAX_THREADS) return NULL;
+    t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->id = id;
+    if (kmap_put(&a->threads, (uint64_t)id, 0, t) != CP_OK) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+static int seg_open(extent *e, int32_t file, uint64_t off, int64_t thread_id, int64_t chunk_time)
+{
+    if (e->too_large) return CP_OK;
+    if (e->nsegs == e->capsegs) {
+        if (e->capsegs >= MAX_SEGS) {
+            e->too_large = 1;
+            return CP_OK;
+        }
+        size_t cap = e->capsegs ? e->capsegs * 2 : 1;
+        seg *s = realloc(e->segs, cap * sizeof *s);
+        if (!s) return CP_ENOMEM;
+        e->segs = s;
+        e->capsegs = cap;
+    }
+    e->segs[e->nsegs++] = (seg){file, off, 0, thread_id, chunk_time};
+    return CP_OK;
+}
+
+static void seg_close(cp_asm *a, extent *e, uint64_t end)
+{
+    if (e->too_large || !e->nsegs) return;
+    seg *s = &e->segs[e->nsegs - 1];
+    s->len = end > s->off ? end - s->off : 0;
+    e->bytes += s->len + 17;
+    if (e->bytes > a->lim.max_trace_bytes) e->too_large = 1;
+}
+
+static void pcall_wake(cp_asm *a, int32_t file, uint64_t chunk_off, int32_t rec);
+
+static void extent_drop(cp_asm *a, extent *e)
+{
+    kmap_del(&a->extents, key_a(e->file, e->rec), e->chunk_off);
+    if (e->complete) list_del(&e->fifo);
+    a->nextents--;
+    extent_free(e);
+}
+
+/* Drops complete extents nobody claimed: too old, or too many. */
+static void extents_expire(cp_asm *a, int64_t now_ms)
+{
+    while (!list_empty(&a->done)) {
+        extent *e = CONTAINER(a->done.next, extent, fifo);
+        if (a->nextents <= a->lim.max_extents && now_ms - e->done_ms <= a->lim.extent_ttl_ms) break;
+        a->st.extents_dropped++;
+        extent_drop(a, e);
+    }
+}
+
+static void extent_complete(cp_asm *a, thread_state *t, uint64_t end, int64_t now_ms)
+{
+    extent *e = t->cur;
+    t->cur = NULL;
+    seg_close(a, e, end);
+    e->want_end = 0;
+    e->complete = 1;
+    e->done_ms = now_ms;
+    list_push(&a->done, &e->fifo);
+    pcall_wake(a, e->file, e->chunk_off, e->rec);
+}
+
+/* The record after an event fixes where a pending segment starts or ends. */
+static void next_record(cp_asm *a, thread_state *t, uint64_t offset, int64_t now_ms)
+{
+    extent *e = t->cur;
+    if (!e) return;
+    if (e->want_start) {
+        e->want_start = 0;
+        if (e->nsegs) e->segs[e->nsegs - 1].off = offset;
+    }
+    if (e->want_end) extent_complete(a, t, offset, now_ms);
+}
+
+static int root_enter(cp_asm *a, thread_state *t, int32_t file, const cp_trace_rec *r)
+{
+    extent *old = kmap_get(&a->extents, key_a(file, (int32_t)r->index), a->chunk_off);
+    if (old) {
+        /* same pointer twice (a hostile or broken stream): the newer one wins */
+        for (size_t i = 0; i < a->threads.cap; i++) {
+            thread_state *o = a->threads.e[i].v;
+            if (o && o->cur == old) o->cur = NULL;
+        }
+        extent_drop(a, old);
+    }
+    extent *e = calloc(1, sizeof *e);
+    if (!e) return CP_ENOMEM;
+    e->file = file;
+    e->rec = (int32_t)r->index;
+    e->chunk_off = a->chunk_off;
+    e->timer_start = a->timer_start;
+    e->root_time = r->time_ms;
+    e->root_method = r->id;
+    e->want_start = 1;
+    e->fifo.prev = e->fifo.next = &e->fifo;
+    if (seg_open(e, file, 0, a->chunk_thread, a->chunk_time) != CP_OK ||
+        kmap_put(&a->extents, key_a(file, e->rec), e->chunk_off, e) != CP_OK) {
+        extent_free(e);
+        return CP_ENOMEM;
+    }
+    a->nextents++;
+    a->st.extents++;
+    t->cur = e;
+    return CP_OK;
+}
+
+int cp_asm_trace(cp_asm *a, int32_t file_index, const cp_trace_rec *r, int64_t now_ms)
+{
+    thread_state *t = a->thr;
+    switch (r->type) {
+    case CP_TRACE_HEADER:
+        a->timer_start = r->timer_start_ms;
+        a->thr = NULL;
+        return CP_OK;
+    case CP_TRACE_CHUNK_BEGIN:
+        t = a->thr = thread_get(a, r->thread_id);
+        if (!t) return CP_ENOMEM;
+        a->chunk_file = file_index;
+        a->chunk_off = r->chunk_offset;
+        a->chunk_thread = r->thread_id;
+        a->chunk_time = r->chunk_time_ms;
+        /* a root call that spans chunks continues with this one's events */
+        if (t->cur) return seg_open(t->cur, file_index, r->chunk_offset + 16, r->thread_id, r->chunk_time_ms);
+        return CP_OK;
+    default: break;
+    }
+    if (!t) return CP_OK; /* events outside a chunk cannot happen; be safe */
+    next_record(a, t, r->offset, now_ms);
+    switch (r->type) {
+    case CP_TRACE_ENTER:
+        if (t->depth == 0) {
+            int st = root_enter(a, t, file_index, r);
+            if (st != CP_OK) return st;
+        }
+        if (t->depth < INT32_MAX) t->depth++;
+        break;
+    case CP_TRACE_EXIT:
+        /* an EXIT without its ENTER (the tail of a call begun before this connection)
+         * leaves the depth at 0 */
+        if (t->depth > 0 && --t->depth == 0 && t->cur) t->cur->want_end = 1;
+        break;
+    case CP_TRACE_CHUNK_END:
+        if (t->cur) seg_close(a, t->cur, r->offset);
+        a->thr = NULL;
+        break;
+    default: break;
+    }
+    extents_expire(a, now_ms);
+    return CP_OK;
+}
+
+/* ---- calls: waiting ---------------------------------------------------------------------- */
+
+static int copy_str16(cp_buf *b, cp_str16 s, size_t *len)
+{
+    size_t before = b->len;
+    int st = cp_str16_to_utf8(b, s);
+    *len = b->len - before;
+    return st;
+}
+
+static int put_u32(cp_buf *b, uint32_t v) { return cp_buf_append(b, &v, sizeof v); }
+
+static pcall *pcall_new(const cp_call_rec *r, int64_t now_ms)
+{
+    pcall *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->q.prev = p->q.next = &p->q;
+    cp_buf_init(&p->data);
+    p->rec = *r;
+    p->rec.params = NULL;
+    p->rec.thread_name = (cp_str16){0};
+    p->arrived_ms = now_ms;
+    int st = copy_str16(&p->data, r->thread_name, &p->thread_len);
+    for (uint32_t i = 0; st == CP_OK && i < r->nparams; i++) {
+        const cp_call_param *prm = &r->params[i];
+        st = cp_buf_append(&p->data, &prm->id, sizeof prm->id);
+        if (st == CP_OK) st = put_u32(&p->data, prm->nvalues);
+        for (uint32_t j = 0; st == CP_OK && j < prm->nvalues; j++) {
+            size_t at = p->data.len, n;
+            st = put_u32(&p->data, 0);
+            if (st == CP_OK) st = copy_str16(&p->data, prm->values[j], &n);
+            if (st == CP_OK) {
+                uint32_t n32 = (uint32_t)n;
+                memcpy(p->data.data + at, &n32, sizeof n32);
+            }
+        }
+    }
+    p->nparams = r->nparams;
+    if (st != CP_OK) {
+        pcall_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void waiting_remove(cp_asm *a, pcall *p)
+{
+    /* p is the head of its chain (the one in the map and on the list) */
+    list_del(&p->q);
+    uint64_t ka = key_a(p->rec.trace_file_index, p->rec.record_index);
+    uint64_t kb = (uint64_t)(uint32_t)p->rec.buffer_offset;
+    if (p->dup) {
+        pcall *d = p->dup;
+        p->dup = NULL;
+        kmap_put(&a->waiting_by_key, ka, kb, d); /* replaces: cannot fail */
+        list_push(&a->waiting, &d->q);
+    } else {
+        kmap_del(&a->waiting_by_key, ka, kb);
+    }
+}
+
+static void to_ready(cp_asm *a, pcall *p)
+{
+    p->state = PC_READY;
+    list_push(&a->ready, &p->q);
+}
+
+/* An extent completed: the call waiting for it (the oldest, if several) can go. */
+static void pcall_wake(cp_asm *a, int32_t file, uint64_t chunk_off, int32_t rec)
+{
+    pcall *p = kmap_get(&a->waiting_by_key, key_a(file, rec), chunk_off);
+    if (!p) return;
+    waiting_remove(a, p);
+    to_ready(a, p);
+}
+
+int cp_asm_call(cp_asm *a, const cp_call_rec *r, int64_t now_ms)
+{
+    a->st.calls_in++;
+    pcall *p = pcall_new(r, now_ms);
+    if (!p) return CP_ENOMEM;
+    a->npending++;
+    uint64_t ka = key_a(r->trace_file_index, r->record_index), kb = (uint64_t)(uint32_t)r->buffer_offset;
+    extent *e = kmap_get(&a->extents, ka, kb);
+    if (e && e->complete) {
+        to_ready(a, p);
+        return CP_OK;
+    }
+    pcall *head = kmap_get(&a->waiting_by_key, ka, kb);
+    p->state = PC_WAIT_TRACE;
+    if (head) { /* a second call with the same pointer: it waits behind the first */
+        pcall *t = head;
+        while (t->dup) t = t->dup;
+        t->dup = p;
+        return CP_OK;
+    }
+    if (kmap_put(&a->waiting_by_key, ka, kb, p) != CP_OK) {
+        a->npending--;
+        pcall_free(p);
+        return CP_ENOMEM;
+    }
+    list_push(&a->waiting, &p->q);
+    return CP_OK;
+}
+
+/* ---- assembly ---------------------------------------------------------------------------- */
+
+/* The stream files hold what we need, or not yet. */
+enum { ASM_DONE, ASM_LATER };
+
+static void put_varint(cp_buf *b, uint32_t v)
+{
+    uint8_t tmp[5];
+    size_t n = 0;
+    do {
+        uint8_t c = v & 0x7F;
+        v >>= 7;
+        tmp[n++] = (uint8_t)(c | (v ? 0x80 : 0));
+    } while (v);
+    cp_buf_append(b, tmp, n);
+}
+
+/* The root ENTER with its delta made absolute (protocol.md §5.5 header byte). */
+static void put_root_enter(cp_buf *b, int64_t elapsed, int32_t method)
+{
+    uint32_t d = (uint32_t)(int32_t)elapsed;
+    uint8_t h = (uint8_t)((d & 31u) << 2); /* type 0 = ENTER */
+    uint32_t high = (uint32_t)((int32_t)d >> 5);
+    if (d > 31u) {
+        cp_buf_putc(b, (uint8_t)(h | 0x80));
+        put_varint(b, high);
+    } else {
+        cp_buf_putc(b, h);
+    }
+    put_varint(b, (uint32_t)method);
+}
+
+static void put_be64(cp_buf *b, int64_t v)
+{
+    uint8_t t[8];
+    cp_put_be64(t, (uint64_t)v);
+    cp_buf_append(b, t, 8);
+}
+
+/* Reads [off, off+n) of a stream file into b; ASM_LATER if not all stored yet. */
+static int read_range(cp_asm *a, cp_stream_kind kind, int32_t file, uint64_t off, uint64_t n, cp_buf *b, int *err)
+{
+    int64_t size = a->io.size(a->io.ud, kind, file);
+    if (size < 0 || (uint64_t)size < off || (uint64_t)size - off < n) return ASM_LATER;
+    if (cp_buf_reserve(b, (size_t)n) != CP_OK) {
+        *err = CP_ENOMEM;
+        return ASM_DONE;
+    }
+    long got = n ? a->io.read(a->io.ud, kind, file, off, b->data + b->len, (size_t)n) : 0;
+    if (got < 0 || (uint64_t)got != n) {
+        *err = got < 0 ? (int)got : CP_EIO;
+        return ASM_DONE;
+    }
+    b->len += (size_t)n;
+    return ASM_DONE;
+}
+
+/* Builds the trace part of the blob from the extent's segments. */
+static int build_trace(cp_asm *a, const extent *e, int *err)
+{
+    cp_buf *b = &a->bb.trace;
+    cp_buf_reset(b);
+    put_be64(b, e->timer_start);
+    for (size_t i = 0; i < e->nsegs; i++) {
+        const seg *s = &e->segs[i];
+        put_be64(b, s->thread_id);
+        put_be64(b, s->chunk_time);
+        if (i == 0) put_root_enter(b, e->root_time - e->timer_start, e->root_method);
+        if (read_range(a, CP_STREAM_TRACE, s->file, s->off, s->len, b, err) == ASM_LATER) return ASM_LATER;
+        if (*err) return ASM_DONE;
+        cp_buf_putc(b, 0x03);
+        a->st.trace_bytes_read += s->len;
+    }
+    return ASM_DONE;
+}
+
+/* What the call's events reference: words and big values. */
+typedef struct refs {
+    cp_asm *a;
+    int32_t *ids;
+    size_t nids, capids;
+    struct vref { uint8_t kind; int32_t file, offset; } *vals;
+    size_t nvals, capvals;
+    size_t events;
+    int first_ok;               /* event 0 is an ENTER of the expected method */
+    int32_t method;
+    int depth, ended;
+    int oom;
+} refs;
+
+static void refs_id(refs *r, int32_t id)
+{
+    if (r->nids == r->capids) {
+        size_t cap = r->capids ? r->capids * 2 : 64;
+        int32_t *p = realloc(r->ids, cap * sizeof *p);
+        if (!p) {
+            r->oom = 1;
+            return;
+        }
+        r->ids = p;
+        r->capids = cap;
+    }
+    r->ids[r->nids++] = id;
+}
+
+static int on_ref_event(void *ud, const cp_trace_rec *t)
+{
+    refs *r = ud;
+    if (r->ended || r->oom) return 0;
+    switch (t->type) {
+    case CP_TRACE_ENTER:
+        if (r->events == 0) r->first_ok = t->id == r->method;
+        refs_id(r, t->id);
+        r->depth++;
+        break;
+    case CP_TRACE_EXIT:
+        if (--r->depth == 0) r->ended = 1;
+        break;
+    case CP_TRACE_TAG:
+        refs_id(r, t->id);
+        if (t->param_type == 1 || t->param_type == 3) {
+            if (r->nvals == r->capvals) {
+                size_t cap = r->capvals ? r->capvals * 2 : 16;
+                struct vref *p = realloc(r->vals, cap * sizeof *p);
+                if (!p) {
+                    r->oom = 1;
+                    return 0;
+                }
+                r->vals = p;
+                r->capvals = cap;
+            }
+            r->vals[r->nvals++] = (struct vref){t->param_type, t->ref_file, t->ref_offset};
+        }
+        break;
+    default: return 0;
+    }
+    r->events++;
+    return 0;
+}
+
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+static int cmp_vref(const void *x, const void *y)
+{
+    const struct vref *a = x, *b = y;
+    if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
+    if (a->file != b->file) return a->file < b->file ? -1 : 1;
+    return (a->offset > b->offset) - (a->offset < b->offset);
+}
+
+static int scan_refs(cp_asm *a, const uint8_t *p, size_t n, refs *r)
+{
+    cp_dec_sink sink = {.ud = r, .on_trace = on_ref_event};
+    cp_dec *d = cp_dec_new(CP_STREAM_TRACE, NULL, &sink, 0);
+    if (!d) return CP_ENOMEM;
+    int st = cp_dec_feed(d, p, n);
+    if (st == CP_OK) st = cp_dec_finish(d);
+    cp_dec_free(d);
+    if (r->oom) return CP_ENOMEM;
+    if (st != CP_OK) return CP_ECORRUPT;
+    qsort(r->ids, r->nids, sizeof *r->ids, cmp_i32);
+    size_t k = 0;
+    for (size_t i = 0; i < r->nids; i++)
+        if (!k || r->ids[k - 1] != r->ids[i]) r->ids[k++] = r->ids[i];
+    r->nids = k;
+    qsort(r->vals, r->nvals, sizeof *r->vals, cmp_vref);
+    k = 0;
+    for (size_t i = 0; i < r->nvals; i++)
+        if (!k || cmp_vref(&r->vals[k - 1], &r->vals[i])) r->vals[k++] = r->vals[i];
+    r->nvals = k;
+    (void)a;
+    return CP_OK;
+}
+
+/* One sql/xml value at (kind, file, offset): its varint length then UTF-16BE units. */
+static int read_value(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, size_t *budget, int *resolved, int *err)
+{
+    cp_stream_kind sk = kind == 3 ? CP_STREAM_SQL : CP_STREAM_XML;
+    *resolved = 0;
+    if (offset < 0) return ASM_DONE;
+    int64_t size = a->io.size(a->io.ud, sk, file);
+    if (size < 0 || size <= offset) return ASM_LATER;
+    uint8_t hdr[5];
+    size_t hn = (uint64_t)size - (uint64_t)offset < 5 ? (size_t)((uint64_t)size - (uint64_t)offset) : 5;
+    long got = a->io.read(a->io.ud, sk, file, (uint64_t)offset, hdr, hn);
+    if (got < 0) {
+        *err = (int)got;
+        return ASM_DONE;
+    }
+    cp_rd rd;
+    cp_rd_init(&rd, hdr, (size_t)got);
+    int32_t units;
+    int st = cp_rd_varint(&rd, &units);
+    if (st == CP_AGAIN) return ASM_LATER;
+    if (st != CP_OK || units < 0) return ASM_DONE; /* not a value start: unresolved */
+    uint64_t bytes = (uint64_t)units * 2;
+    if (bytes > *budget) return ASM_DONE;
+    cp_buf_reset(&a->vbuf);
+    if (read_range(a, sk, file, (uint64_t)offset + rd.pos, bytes, &a->vbuf, err) == ASM_LATER) return ASM_LATER;
+    if (*err) return ASM_DONE;
+    cp_buf_reset(&a->sbuf);
+    cp_str16 s = {a->vbuf.data, (uint32_t)units};
+    if (cp_str16_to_utf8(&a->sbuf, s) != CP_OK) {
+        *err = CP_ENOMEM;
+        return ASM_DONE;
+    }
+    *budget -= bytes;
+    *resolved = 1;
+    a->st.values_read++;
+    return ASM_DONE;
+}
+
+/* Name of a dictionary id, or "#<id>". Returns a pointer valid until the next call. */
+static const char *word_or_id(cp_asm *a, int32_t id, size_t *len, cp_buf *tmp)
+{
+    const char *w = cp_dict_get(&a->dict, id, len);
+    if (w) return w;
+    cp_buf_reset(tmp);
+    cp_buf_printf(tmp, "#%d", id);
+    *len = tmp->len;
+    return (const char *)tmp->data;
+}
+
+/* Params of a waiting call as a list of (name, value) for JSON: sorted by name. */
+typedef struct pv {
+    const char *name;
+    size_t nlen;
+    int32_t id;
+    uint32_t idx;               /* position, to keep value order within a name */
+    const char *val;
+    size_t vlen;
+} pv;
+
+static int cmp_pv(const void *x, const void *y)
+{
+    const pv *a = x, *b = y;
+    size_t n = a->nlen < b->nlen ? a->nlen : b->nlen;
+    int c = memcmp(a->name, b->name, n);
+    if (c) return c;
+    if (a->nlen != b->nlen) return a->nlen < b->nlen ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Fills a->params_json; *missing = a param name is not in the dictionary yet. */
+static int params_json(cp_asm *a, const pcall *p, int *error, int *missing)
+{
+    cp_buf *j = &a->params_json;
+    cp_buf_reset(j);
+    *error = 0;
+    const uint8_t *q = p->data.data + p->thread_len, *end = p->data.data + p->data.len;
+    size_t count = 0;
+    for (const uint8_t *s = q; s < end;) { /* count values */
+        uint32_t n;
+        memcpy(&n, s + 4, 4);
+        s += 8;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t l;
+            memcpy(&l, s, 4);
+            s += 4 + l;
+        }
+        count += n ? n : 1;
+    }
+    pv *v = count ? malloc(count * sizeof *v) : NULL;
+    if (count && !v) return CP_ENOMEM;
+    size_t k = 0;
+    cp_buf names;
+    cp_buf_init(&names);
+    for (const uint8_t *s = q; s < end;) {
+        int32_t id;
+        uint32_t n;
+        memcpy(&id, s, 4);
+        memcpy(&n, s + 4, 4);
+        s += 8;
+        size_t nlen;
+        const char *name = cp_dict_get(&a->dict, id, &nlen);
+        if (!name) *missing = 1;
+        if (id == a->call_red_id) *error = 1;
+        for (uint32_t i = 0; i < (n ? n : 1); i++) {
+            uint32_t l = 0;
+            const char *val = NULL;
+            if (n) {
+                memcpy(&l, s, 4);
+                val = (const char *)s + 4;
+                s += 4 + l;
+            }
+            v[k++] = (pv){name, name ? nlen : 0, id, (uint32_t)k, val, l};
+        }
+    }
+    /* unknown names as "#<id>": the text must outlive the sort, so build it first */
+    for (size_t i = 0; i < k; i++) {
+        if (v[i].name) continue;
+        v[i].nlen = (size_t)snprintf(NULL, 0, "#%d", v[i].id);
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!v[i].name) total += v[i].nlen + 1;
+    if (cp_buf_reserve(&names, total + 1) != CP_OK) {
+        free(v);
+        return CP_ENOMEM;
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (v[i].name) continue;
+        char *at = (char *)names.data + names.len;
+        snprintf(at, v[i].nlen + 1, "#%d", v[i].id);
+        names.len += v[i].nlen + 1;
+        v[i].name = at;
+    }
+    qsort(v, k, sizeof *v, cmp_pv);
+    int st = cp_buf_putc(j, '{');
+    for (size_t i = 0; st == CP_OK && i < k; i++) {
+        int same = i && v[i].nlen == v[i - 1].nlen && !memcmp(v[i].name, v[i - 1].name, v[i].nlen);
+        if (!same) {
+            if (i) st = cp_buf_append(j, "],", 2);
+            if (st == CP_OK) st = cp_json_str(j, v[i].name, v[i].nlen);
+            if (st == CP_OK) st = cp_buf_append(j, ":[", 2);
+        }
+        if (st == CP_OK && v[i].val) {
+            if (same && j->data[j->len - 1] != '[') st = cp_buf_putc(j, ',');
+            if (st == CP_OK) st = cp_json_str(j, v[i].val, v[i].vlen);
+        }
+    }
+    if (st == CP_OK && k) st = cp_buf_putc(j, ']');
+    if (st == CP_OK) st = cp_buf_putc(j, '}');
+    free(v);
+    cp_buf_free(&names);
+    return st;
+}
+
+/* Emits the call (with the blob in a->blob if have_blob). */
+static int emit(cp_asm *a, pcall *p, int have_blob, const char *reason)
+{
+    int error = 0, missing = 0;
+    int st = params_json(a, p, &error, &missing);
+    if (st != CP_OK) return st;
+    const cp_call_rec *r = &p->rec;
+    cp_call c = {0};
+    c.ts_ms = r->start_ms;
+    c.duration_ms = r->duration_ms;
+    c.cpu_time = r->cpu_time;
+    c.wait_time = r->wait_time;
+    c.memory_used = r->memory_used;
+    c.queue_wait_ms = r->queue_wait_ms;
+    c.suspend_ms = (int32_t)cp_pause_overlap(a->pauses.p, a->pauses.n, r->start_ms,
+                                             cp_add_wrap64(r->start_ms, r->duration_ms));
+    c.calls = r->calls;
+    c.transactions = r->transactions;
+    c.logs_generated = r->logs_generated;
+    c.logs_written = r->logs_written;
+    c.file_read = r->file_read;
+    c.file_written = r->file_written;
+    c.net_read = r->net_read;
+    c.net_written = r->net_written;
+    c.ns = a->ns;
+    c.ns_len = strlen(a->ns);
+    c.service = a->service;
+    c.service_len = strlen(a->service);
+    c.pod = a->pod;
+    c.pod_len = strlen(a->pod);
+    c.restart_ms = a->restart_ms;
+    c.method_id = r->method;
+    c.method = word_or_id(a, r->method, &c.method_len, &a->method_buf);
+    c.thread = (const char *)p->data.data;
+    c.thread_len = p->thread_len;
+    c.params_json = (const char *)a->params_json.data;
+    c.params_json_len = a->params_json.len;
+    c.error = error;
+    c.trace_file_index = r->trace_file_index;
+    c.buffer_offset = r->buffer_offset;
+    c.record_index = r->record_index;
+    if (have_blob) {
+        c.trace = a->blob.data;
+        c.trace_len = a->blob.len;
+    } else {
+        c.trace_reason = reason;
+        a->st.without_trace++;
+    }
+    a->st.calls_out++;
+    return a->io.emit(a->io.ud, &c) ? CP_EIO : CP_OK;
+}
+
+/* Tries to assemble p. ASM_LATER: something it needs has not arrived and its wait is
+ * not over. Otherwise the call was emitted (with or without its trace). */
+static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
+{
+    const cp_call_rec *r = &p->rec;
+    uint64_t ka = key_a(r->trace_file_index, r->record_index), kb = (uint64_t)(uint32_t)r->buffer_offset;
+    extent *e = kmap_get(&a->extents, ka, kb);
+    if (!e || !e->complete) {
+        *err = emit(a, p, 0, e ? CP_TRACE_INCOMPLETE : CP_TRACE_NOT_FOUND);
+        return ASM_DONE;
+    }
+    if (!p->first_try_ms) p->first_try_ms = now_ms;
+    int give_up = final || now_ms - p->first_try_ms >= a->lim.ref_wait_ms;
+    if (e->too_large) {
+        extent_drop(a, e);
+        *err = emit(a, p, 0, CP_TRACE_TOO_LARGE);
+        return ASM_DONE;
+    }
+    if (e->root_method != r->method) {
+        extent_drop(a, e);
+        *err = emit(a, p, 0, CP_TRACE_BAD_POINTER);
+        return ASM_DONE;
+    }
+    cp_blob_builder_reset(&a->bb);
+    if (build_trace(a, e, err) == ASM_LATER) return give_up ? (*err = emit(a, p, 0, CP_TRACE_INCOMPLETE), ASM_DONE)
+                                                           : ASM_LATER;
+    if (*err) return ASM_DONE;
+    refs rf = {.a = a, .method = r->method};
+    int st = scan_refs(a, a->bb.trace.data, a->bb.trace.len, &rf);
+    int later = 0;
+    if (st == CP_OK && rf.first_ok) {
+        for (size_t i = 0; st == CP_OK && i < rf.nids; i++) {
+            size_t n;
+            const char *w = cp_dict_get(&a->dict, rf.ids[i], &n);
+            if (w) st = cp_blob_add_word(&a->bb, rf.ids[i], w, n);
+            else later = 1;
+        }
+        size_t budget = a->lim.max_values_bytes;
+        for (size_t i = 0; st == CP_OK && i < rf.nvals; i++) {
+            const struct vref *v = &rf.vals[i];
+            int resolved = 0;
+            if (read_value(a, v->kind, v->file, v->offset, &budget, &resolved, err) == ASM_LATER) later = 1;
+            if (*err) break;
+            if (resolved) {
+                st = cp_blob_add_value(&a->bb, v->kind, v->file, v->offset, 1, (const char *)a->sbuf.data,
+                                       a->sbuf.len);
+            } else if (give_up || !later) {
+                char ref[48];
+                int n = snprintf(ref, sizeof ref, "%u:%d:%d", v->kind, v->file, v->offset);
+                st = cp_blob_add_value(&a->bb, v->kind, v->file, v->offset, 0, ref, (size_t)n);
+            }
+        }
+    }
+    int first_ok = rf.first_ok;
+    free(rf.ids);
+    free(rf.vals);
+    if (*err) return ASM_DONE;
+    if (st == CP_ECORRUPT || (st == CP_OK && !first_ok)) {
+        extent_drop(a, e);
+        *err = emit(a, p, 0, CP_TRACE_BAD_POINTER);
+        return ASM_DONE;
+    }
+    if (st != CP_OK) {
+        *err = st;
+        return ASM_DONE;
+    }
+    if (later && !give_up) return ASM_LATER;
+    /* pauses overlapping the call, for the tree's per-node suspension */
+    int64_t from = r->start_ms, to = cp_add_wrap64(r->start_ms, r->duration_ms);
+    for (size_t i = 0; i < a->pauses.n; i++) {
+        const cp_blob_pause *q = &a->pauses.p[i];
+        if (q->end_ms >= from && q->end_ms - q->duration_ms <= to) cp_blob_add_pause(&a->bb, q->end_ms, q->duration_ms);
+    }
+    cp_buf_reset(&a->blob);
+    st = cp_blob_build(&a->bb, &a->blob);
+    extent_drop(a, e);
+    if (st != CP_OK) {
+        *err = st;
+        return ASM_DONE;
+    }
+    *err = emit(a, p, 1, NULL);
+    return ASM_DONE;
+}
+
+static int pcall_done(cp_asm *a, pcall *p)
+{
+    a->npending--;
+    pcall_free(p);
+    return CP_OK;
+}
+
+/* Emits waiting calls whose trace wait is over (or all of them when final). */
+static int expire_waiting(cp_asm *a, int64_t now_ms, int final)
+{
+    int first = CP_OK;
+    while (!list_empty(&a->waiting)) {
+        pcall *p = CONTAINER(a->waiting.next, pcall, q);
+        int over = final || now_ms - p->arrived_ms >= a->lim.trace_wait_ms || a->npending > a->lim.max_pending;
+        if (!over) break;
+        int backlog = !final && now_ms - p->arrived_ms < a->lim.trace_wait_ms;
+        waiting_remove(a, p);
+        int err = CP_OK;
+        if (backlog) err = emit(a, p, 0, CP_TRACE_BACKLOG);
+        else assemble(a, p, now_ms, 1, &err); /* emits with the right reason */
+        pcall_done(a, p);
+        if (err && first == CP_OK) first = err;
+    }
+    return first;
+}
+
+int cp_asm_pump(cp_asm *a, int64_t now_ms, int final)
+{
+    int first = CP_OK;
+    /* retries first: they are older */
+    link *lists[2] = {&a->retry, &a->ready};
+    for (int li = 0; li < 2; li++) {
+        link *h = lists[li];
+        link *stop = h->prev; /* calls moved to retry during this pass are not revisited */
+        while (!list_empty(h)) {
+            link *n = h->next;
+            int last = n == stop;
+            pcall *p = CONTAINER(n, pcall, q);
+            list_del(n);
+            int err = CP_OK;
+            if (assemble(a, p, now_ms, final, &err) == ASM_LATER) {
+                p->state = PC_RETRY;
+                list_push(&a->retry, &p->q);
+            } else {
+                pcall_done(a, p);
+            }
+            if (err && first == CP_OK) first = err;
+            if (last) break;
+        }
+    }
+    int st = expire_waiting(a, now_ms, final);
+    if (st && first == CP_OK) first = st;
+    if (final) { /* everything must be out: retries that still wait give up now */
+        while (!list_empty(&a->retry)) {
+            pcall *p = CONTAINER(a->retry.next, pcall, q);
+            list_del(&p->q);
+            int err = CP_OK;
+            assemble(a, p, now_ms, 1, &err);
+            pcall_done(a, p);
+            if (err && first == CP_OK) first = err;
+        }
+    }
+    extents_expire(a, now_ms);
+    return first;
+}
+
+size_t cp_asm_pending(const cp_asm *a) { return a->npending; }
+
+int64_t cp_asm_next_deadline(const cp_asm *a)
+{
+    int64_t d = INT64_MAX;
+    if (!list_empty(&a->ready)) return INT64_MIN;
+    if (!list_empty(&a->retry)) {
+        const pcall *p = CONTAINER(a->retry.next, pcall, q);
+        d = p->first_try_ms + a->lim.ref_wait_ms;
+    }
+    if (!list_empty(&a->waiting)) {
+        const pcall *p = CONTAINER(a->waiting.next, pcall, q);
+        int64_t w = p->arrived_ms + a->lim.trace_wait_ms;
+        if (w < d) d = w;
+    }
+    return d;
+}
+
+void cp_asm_get_stats(const cp_asm *a, cp_asm_stats *st)
+{
+    *st = a->st;
+    st->pending = a->npending;
+    st->memory = sizeof *a + cp_dict_bytes(&a->dict) + a->extents.cap * sizeof(kent) +
+                 a->nextents * sizeof(extent) + a->threads.cap * sizeof(kent) + a->pauses.cap * sizeof(cp_blob_pause);
+}

@@ -1,0 +1,154 @@
+/* assembly.c -- calls of a connection assembled (cp_asm) from its stream files and put in
+ * the hot tier; the timer that ends assembly waits; hot-window upkeep.
+ *
+ * The assembler reads stream bytes back through the raw log's fds (pread on the files it
+ * has appended), so it sees exactly what is stored. Calls go into the catalog's open
+ * write transaction, which the loop commits once per iteration: a call is visible to
+ * queries at most one iteration after the payload that completed it.
+ */
+#include "server_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define ASM_TIMER_MS 250          /* granularity of the assembly waits */
+#define WINDOWS_INTERVAL_MS 60000 /* hot windows are created ahead this often */
+
+/* The stream file (kind, file_index) of the connection: its open one or a rotated one. */
+static cp_sfile *find_file(cp_conn *c, cp_stream_kind kind, int32_t file_index)
+{
+    cp_sfile *f = c->slots[kind].file;
+    if (f && f->seq + 1 == file_index) return f;
+    for (f = c->retired; f; f = f->next_retired)
+        if (f->kind == kind && f->seq + 1 == file_index) return f;
+    return NULL;
+}
+
+static long io_read(void *ud, cp_stream_kind kind, int32_t file_index, uint64_t off, void *buf, size_t n)
+{
+    cp_sfile *f = find_file(ud, kind, file_index);
+    if (!f) return CP_ENOTFOUND;
+    return cp_rawlog_file_pread(&f->raw, buf, n, off);
+}
+
+static int64_t io_size(void *ud, cp_stream_kind kind, int32_t file_index)
+{
+    cp_sfile *f = find_file(ud, kind, file_index);
+    return f ? (int64_t)f->raw.size : -1;
+}
+
+static int io_emit(void *ud, const cp_call *call)
+{
+    cp_conn *c = ud;
+    cp_server *s = c->srv;
+    if (cp_catalog_call_put(s->catalog, call) != CP_OK) {
+        /* the raw log keeps the call's bytes; one bad row must not stop the others */
+        if (s->calls_failed++ % 1000 == 0)
+            cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: cannot store a call: %s", c->peer, c->pod.pod_id,
+                       cp_catalog_errmsg(s->catalog));
+        return 0;
+    }
+    s->calls_stored++;
+    return 0;
+}
+
+int cp_srv_asm_open(cp_conn *c)
+{
+    const cp_server_config *cfg = c->srv->cfg;
+    cp_asm_pod pod = {c->pod.ns, c->pod.service, c->pod.pod, c->pod.restart_ms};
+    cp_asm_io io = {.ud = c, .read = io_read, .size = io_size, .emit = io_emit};
+    cp_asm_limits lim;
+    cp_asm_limits_default(&lim);
+    if (cfg->trace_wait_ms > 0) lim.trace_wait_ms = cfg->trace_wait_ms;
+    c->asm_ = cp_asm_new(&pod, &lim, &io);
+    return c->asm_ ? CP_OK : CP_ENOMEM;
+}
+
+static void log_asm_error(cp_conn *c, int st)
+{
+    cp_srv_log(c->srv, CP_LOG_ERROR, "%s: pod %s: call assembly: %s", c->peer, c->pod.pod_id, cp_strstatus(st));
+}
+
+void cp_srv_asm_pump(cp_conn *c)
+{
+    if (!c->asm_ || !cp_asm_pending(c->asm_)) return;
+    int st = cp_asm_pump(c->asm_, (int64_t)uv_now(&c->srv->loop), 0);
+    if (st != CP_OK) log_asm_error(c, st);
+}
+
+void cp_srv_asm_finish(cp_conn *c)
+{
+    if (!c->asm_) return;
+    int st = cp_asm_pump(c->asm_, (int64_t)uv_now(&c->srv->loop), 1);
+    if (st != CP_OK) log_asm_error(c, st);
+    cp_asm_stats as;
+    cp_asm_get_stats(c->asm_, &as);
+    if (as.calls_in)
+        cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: %llu calls stored, %llu without a trace", c->peer,
+                   c->pod.pod_id, (unsigned long long)as.calls_out, (unsigned long long)as.without_trace);
+    cp_asm_free(c->asm_);
+    c->asm_ = NULL;
+}
+
+/* ---- decoder sinks ---------------------------------------------------------------------- */
+
+static int on_trace(void *ud, const cp_trace_rec *r)
+{
+    cp_sfile *f = ud;
+    cp_conn *c = f->conn;
+    int st = cp_asm_trace(c->asm_, f->seq + 1, r, (int64_t)uv_now(&c->srv->loop));
+    return st != CP_OK;
+}
+
+static int on_call(void *ud, const cp_call_rec *r)
+{
+    cp_sfile *f = ud;
+    cp_conn *c = f->conn;
+    int st = cp_asm_call(c->asm_, r, (int64_t)uv_now(&c->srv->loop));
+    return st != CP_OK;
+}
+
+static int on_suspend(void *ud, const cp_suspend_rec *r)
+{
+    cp_sfile *f = ud;
+    return cp_asm_pause(f->conn->asm_, r) != CP_OK;
+}
+
+cp_dec_sink cp_srv_asm_sink(cp_sfile *f)
+{
+    cp_dec_sink sink = {.ud = f};
+    if (!f->conn->asm_) return sink;
+    if (f->kind == CP_STREAM_TRACE) sink.on_trace = on_trace;
+    else if (f->kind == CP_STREAM_CALLS) sink.on_call = on_call;
+    else if (f->kind == CP_STREAM_SUSPEND) sink.on_suspend = on_suspend;
+    return sink;
+}
+
+/* ---- timer ---------------------------------------------------------------------------------- */
+
+static void prepare_windows(cp_server *s, uint64_t now)
+{
+    if (now < s->next_windows) return;
+    s->next_windows = now + WINDOWS_INTERVAL_MS;
+    if (cp_catalog_windows_prepare(s->catalog, cp_now_ms()) != CP_OK)
+        cp_srv_log(s, CP_LOG_ERROR, "catalog: hot windows: %s", cp_catalog_errmsg(s->catalog));
+}
+
+static void on_asm_timer(uv_timer_t *t)
+{
+    cp_server *s = t->data;
+    uint64_t now = uv_now(&s->loop);
+    prepare_windows(s, now);
+    for (cp_conn *c = s->conns; c; c = c->next) {
+        if (!c->asm_ || !cp_asm_pending(c->asm_)) continue;
+        if (cp_asm_next_deadline(c->asm_) > (int64_t)now) continue;
+        cp_srv_asm_pump(c);
+    }
+}
+
+void cp_srv_asm_timer_start(cp_server *s)
+{
+    s->asm_timer.data = s;
+    uv_timer_start(&s->asm_timer, on_asm_timer, 0, ASM_TIMER_MS);
+}
