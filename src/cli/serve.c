@@ -343,6 +343,13 @@ static void log_line(void *ud, int level, const char *msg)
     fprintf(stderr, "cloudprof: %s.%03ldZ %s: %s\n", when, ts.tv_nsec / 1000000, names[level & 3], msg);
 }
 
+/* The HTTP threads log through this: same format, filtered by --log-level (the agent
+ * server filters its own lines). */
+static void http_log_line(void *ud, int level, const char *msg)
+{
+    if (level <= *(const int *)ud) log_line(NULL, level, msg);
+}
+
 static int write_ready_file(const char *path, int port, int http_port)
 {
     char text[64];
@@ -391,7 +398,8 @@ int cp_cli_serve(int argc, char **argv)
     o.http.open_reader = open_reader;
     o.http.open_reader_ud = catalog_path;
     o.http.version = CP_VERSION_STRING;
-    o.http.log = log_line;
+    o.http.log = http_log_line;
+    o.http.log_ud = &o.cfg.log_level;
     cp_http *http = NULL;
     if (cp_http_start(&o.http, &http, err, sizeof err) != CP_OK) {
         fprintf(stderr, "cloudprof serve: HTTP: %s\n", err);

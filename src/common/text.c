@@ -88,12 +88,15 @@ int cp_json_str(cp_buf *out, const char *s, size_t n)
     cp_buf_putc(out, '"');
     size_t i = 0;
     while (i < n) {
-        uint8_t c = p[i];
-        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-            if (cp_buf_putc(out, c) != CP_OK) return CP_ENOMEM;
-            i++;
+        /* runs of plain ASCII go in one copy: they are most of every string */
+        size_t j = i;
+        while (j < n && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\') j++;
+        if (j > i) {
+            if (cp_buf_append(out, p + i, j - i) != CP_OK) return CP_ENOMEM;
+            i = j;
             continue;
         }
+        uint8_t c = p[i];
         int st = CP_OK;
         if (c == '"') st = cp_buf_append(out, "\\\"", 2);
         else if (c == '\\') st = cp_buf_append(out, "\\\\", 2);

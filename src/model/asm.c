@@ -703,11 +703,10 @@ static int build_trace(cp_asm *a, const extent *e, int *err)
     return ASM_DONE;
 }
 
-/* What the call's events reference: words and big values. */
+/* The big values the call's events reference (the words they use are not copied into
+ * the blob: the catalog's dictionary has them, and a tree looks them up). */
 typedef struct refs {
     cp_asm *a;
-    int32_t *ids;
-    size_t nids, capids;
     struct vref { uint8_t kind; int32_t file, offset; } *vals;
     size_t nvals, capvals;
     size_t events;
@@ -717,21 +716,6 @@ typedef struct refs {
     int oom;
 } refs;
 
-static void refs_id(refs *r, int32_t id)
-{
-    if (r->nids == r->capids) {
-        size_t cap = r->capids ? r->capids * 2 : 64;
-        int32_t *p = realloc(r->ids, cap * sizeof *p);
-        if (!p) {
-            r->oom = 1;
-            return;
-        }
-        r->ids = p;
-        r->capids = cap;
-    }
-    r->ids[r->nids++] = id;
-}
-
 static int on_ref_event(void *ud, const cp_trace_rec *t)
 {
     refs *r = ud;
@@ -739,14 +723,12 @@ static int on_ref_event(void *ud, const cp_trace_rec *t)
     switch (t->type) {
     case CP_TRACE_ENTER:
         if (r->events == 0) r->first_ok = t->id == r->method;
-        refs_id(r, t->id);
         r->depth++;
         break;
     case CP_TRACE_EXIT:
         if (--r->depth == 0) r->ended = 1;
         break;
     case CP_TRACE_TAG:
-        refs_id(r, t->id);
         if (t->param_type == 1 || t->param_type == 3) {
             if (r->nvals == r->capvals) {
                 size_t cap = r->capvals ? r->capvals * 2 : 16;
@@ -767,12 +749,6 @@ static int on_ref_event(void *ud, const cp_trace_rec *t)
     return 0;
 }
 
-static int cmp_i32(const void *x, const void *y)
-{
-    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
-    return (a > b) - (a < b);
-}
-
 static int cmp_vref(const void *x, const void *y)
 {
     const struct vref *a = x, *b = y;
@@ -791,13 +767,8 @@ static int scan_refs(cp_asm *a, const uint8_t *p, size_t n, refs *r)
     cp_dec_free(d);
     if (r->oom) return CP_ENOMEM;
     if (st != CP_OK) return CP_ECORRUPT;
-    qsort(r->ids, r->nids, sizeof *r->ids, cmp_i32);
+    if (r->nvals > 1) qsort(r->vals, r->nvals, sizeof *r->vals, cmp_vref);
     size_t k = 0;
-    for (size_t i = 0; i < r->nids; i++)
-        if (!k || r->ids[k - 1] != r->ids[i]) r->ids[k++] = r->ids[i];
-    r->nids = k;
-    qsort(r->vals, r->nvals, sizeof *r->vals, cmp_vref);
-    k = 0;
     for (size_t i = 0; i < r->nvals; i++)
         if (!k || cmp_vref(&r->vals[k - 1], &r->vals[i])) r->vals[k++] = r->vals[i];
     r->nvals = k;
@@ -916,7 +887,8 @@ static int params_json(cp_asm *a, const pcall *p, int *error, int *missing)
                 val = (const char *)s + 4;
                 s += 4 + l;
             }
-            v[k++] = (pv){name, name ? nlen : 0, id, (uint32_t)k, val, l};
+            v[k] = (pv){name, name ? nlen : 0, id, (uint32_t)k, val, l};
+            k++;
         }
     }
     /* unknown names as "#<id>": the text must outlive the sort, so build it first */
@@ -938,7 +910,7 @@ static int params_json(cp_asm *a, const pcall *p, int *error, int *missing)
         names.len += v[i].nlen + 1;
         v[i].name = at;
     }
-    qsort(v, k, sizeof *v, cmp_pv);
+    if (k > 1) qsort(v, k, sizeof *v, cmp_pv);
     int st = cp_buf_putc(j, '{');
     for (size_t i = 0; st == CP_OK && i < k; i++) {
         int same = i && v[i].nlen == v[i - 1].nlen && !memcmp(v[i].name, v[i - 1].name, v[i].nlen);
@@ -1011,6 +983,27 @@ static int emit(cp_asm *a, pcall *p, int have_blob, const char *reason)
     return a->io.emit(a->io.ud, &c) ? CP_EIO : CP_OK;
 }
 
+/* The dictionary knows the call's method and parameter names. */
+static int names_known(const cp_asm *a, const pcall *p)
+{
+    if (!cp_dict_get(&a->dict, p->rec.method, NULL)) return 0;
+    const uint8_t *s = p->data.data + p->thread_len, *end = p->data.data + p->data.len;
+    while (s < end) {
+        int32_t id;
+        uint32_t n;
+        memcpy(&id, s, 4);
+        memcpy(&n, s + 4, 4);
+        if (!cp_dict_get(&a->dict, id, NULL)) return 0;
+        s += 8;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t l;
+            memcpy(&l, s, 4);
+            s += 4 + l;
+        }
+    }
+    return 1;
+}
+
 /* Tries to assemble p. ASM_LATER: something it needs has not arrived and its wait is
  * not over. Otherwise the call was emitted (with or without its trace). */
 static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
@@ -1024,6 +1017,7 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
     }
     if (!p->first_try_ms) p->first_try_ms = now_ms;
     int give_up = final || now_ms - p->first_try_ms >= a->lim.ref_wait_ms;
+    if (!give_up && !names_known(a, p)) return ASM_LATER;
     if (e->too_large) {
         extent_drop(a, e);
         *err = emit(a, p, 0, CP_TRACE_TOO_LARGE);
@@ -1042,12 +1036,6 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
     int st = scan_refs(a, a->bb.trace.data, a->bb.trace.len, &rf);
     int later = 0;
     if (st == CP_OK && rf.first_ok) {
-        for (size_t i = 0; st == CP_OK && i < rf.nids; i++) {
-            size_t n;
-            const char *w = cp_dict_get(&a->dict, rf.ids[i], &n);
-            if (w) st = cp_blob_add_word(&a->bb, rf.ids[i], w, n);
-            else later = 1;
-        }
         size_t budget = a->lim.max_values_bytes;
         for (size_t i = 0; st == CP_OK && i < rf.nvals; i++) {
             const struct vref *v = &rf.vals[i];
@@ -1065,7 +1053,6 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
         }
     }
     int first_ok = rf.first_ok;
-    free(rf.ids);
     free(rf.vals);
     if (*err) return ASM_DONE;
     if (st == CP_ECORRUPT || (st == CP_OK && !first_ok)) {

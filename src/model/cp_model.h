@@ -228,6 +228,15 @@ int cp_blob_open(const uint8_t *p, size_t n, cp_blob **out, char *err, size_t er
 void cp_blob_free(cp_blob *b);
 /* NULL if absent. */
 const cp_blob_word *cp_blob_find_word(const cp_blob *b, int32_t id);
+
+/* The distinct dictionary ids the blob's trace uses (entered methods and tag names),
+ * ascending, into a malloc'ed *ids (NULL when none). For looking them up in the catalog
+ * when the blob carries no words (the assembler does not copy them: storage.md hot
+ * tier, ARCHITECTURE.md). CP_ECORRUPT if the trace does not decode. */
+int cp_blob_word_ids(const cp_blob *b, int32_t **ids, size_t *n);
+/* Gives an opened blob the words it lacks: w[0..n) are copied (their texts are not, so
+ * they must outlive b) and sorted; ids the blob already has keep their text. */
+int cp_blob_attach_words(cp_blob *b, const cp_blob_word *w, size_t n);
 const cp_blob_value *cp_blob_find_value(const cp_blob *b, uint8_t kind, int32_t file, int32_t offset);
 
 /* ---- suspend timeline ---------------------------------------------------------------- */

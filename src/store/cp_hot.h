@@ -65,6 +65,11 @@ typedef struct cp_reader_ops {
     /* Pod restarts active in [from, to) with call counts, ordered by namespace, service,
      * pod, restart. */
     int (*pods)(cp_reader *r, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud);
+    /* Dictionary words of one pod restart (the catalog's `dictionary`, pod_id =
+     * "<ns>/<pod>"): fn(id, text) for each of ids[0..n) the catalog has. A tree attaches
+     * them to blobs (cp_blob_attach_words), which do not carry words. */
+    int (*words)(cp_reader *r, const char *ns, const char *pod, int64_t restart_ms, const int32_t *ids, size_t n,
+                 int (*fn)(void *ud, int32_t id, const char *text, size_t len), void *ud);
     /* Smallest and largest ts_ms of all hot calls (0, 0 when there are none). */
     int (*bounds)(cp_reader *r, int64_t *min_ts, int64_t *max_ts);
     const char *(*errmsg)(const cp_reader *r);
@@ -94,6 +99,12 @@ static inline int cp_reader_pods(cp_reader *r, int64_t from_ms, int64_t to_ms, c
 static inline int cp_reader_bounds(cp_reader *r, int64_t *min_ts, int64_t *max_ts)
 {
     return r->ops->bounds(r, min_ts, max_ts);
+}
+static inline int cp_reader_words(cp_reader *r, const char *ns, const char *pod, int64_t restart_ms,
+                                  const int32_t *ids, size_t n,
+                                  int (*fn)(void *ud, int32_t id, const char *text, size_t len), void *ud)
+{
+    return r->ops->words(r, ns, pod, restart_ms, ids, n, fn, ud);
 }
 static inline const char *cp_reader_errmsg(const cp_reader *r) { return r->ops->errmsg(r); }
 static inline void cp_reader_close(cp_reader *r)

@@ -24,4 +24,9 @@ char *make_temp_dir(const char *tag);
 /* rm -rf */
 void remove_tree(const char *path);
 
+/* Compares a params map printed like the expected fixture files ("map[19:[a b] 41:[c]]")
+ * with the file's text; rows the fixture's authors anonymised (test.org) are compared by
+ * parameter ids, and by value where a value was left alone. */
+void assert_go_map_equal(const char *mine, const char *expected);
+
 #endif

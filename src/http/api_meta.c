@@ -1,0 +1,147 @@
+/* api_meta.c -- the small endpoints: /health, /time, /config and the discovery tree
+ * /services (namespaces -> services -> pods -> restarts with call counts). Built with
+ * jansson: nothing here embeds model-layer JSON.
+ */
+#include "http_internal.h"
+
+#include <string.h>
+
+static const char *const window_params[] = {"from", "to", NULL};
+
+void http_api_health(cp_http *h, const http_args *a, http_out *o)
+{
+    (void)h;
+    if (http_check_args(a, NULL, o)) return;
+    o->json = json_pack("{s:s}", "status", "ok");
+}
+
+void http_api_time(cp_http *h, const http_args *a, http_out *o)
+{
+    (void)h;
+    if (http_check_args(a, NULL, o)) return;
+    o->json = json_pack("{s:I}", "now_ms", (json_int_t)cp_now_ms());
+}
+
+void http_api_config(cp_http *h, const http_args *a, http_out *o)
+{
+    const cp_http_config *c = h->cfg;
+    if (http_check_args(a, NULL, o)) return;
+    o->json = json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:s},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:s}",
+                        "version", c->version ? c->version : "",
+                        "features",
+                        "calls", 1, "stats", 1, "tree", 1, "merged_tree", 1, "trace_download", 1,
+                        "export_csv", 1, "export_xlsx", 0, "dumps", 0, "auth", "none",
+                        "limits",
+                        "max_span_ms", (json_int_t)c->max_span_ms,
+                        "default_limit", (json_int_t)(c->max_limit < 100 ? c->max_limit : 100),
+                        "max_limit", (json_int_t)c->max_limit,
+                        "max_scan", (json_int_t)c->max_scan,
+                        "max_tree_calls", (json_int_t)c->max_tree_calls,
+                        "max_tree_nodes", (json_int_t)c->max_tree_nodes,
+                        "max_export_rows", (json_int_t)c->max_export_rows,
+                        "cursor_ttl_ms", (json_int_t)c->cursor_ttl_ms,
+                        "default_duration", ">=500ms");
+    if (!o->json) http_oom(o);
+}
+
+/* ---- /services ------------------------------------------------------------------------ */
+
+/* Builds the nested tree from rows ordered by namespace, service, pod, restart: a new
+ * level object starts whenever its name changes. */
+typedef struct services_ctx {
+    json_t *namespaces;
+    json_t *ns, *svc, *pod;           /* the open objects of each level (borrowed) */
+    json_int_t ns_calls, svc_calls, pod_calls;
+    size_t rows;
+    int oom, truncated;
+} services_ctx;
+
+static int same_name(json_t *obj, const char *key, const char *s)
+{
+    return obj && !strcmp(json_string_value(json_object_get(obj, key)), s ? s : "");
+}
+
+/* Stores the running counts of the open levels into their objects. */
+static void services_flush(services_ctx *x)
+{
+    if (x->pod) json_object_set_new(x->pod, "calls", json_integer(x->pod_calls));
+    if (x->svc) json_object_set_new(x->svc, "calls", json_integer(x->svc_calls));
+    if (x->ns) json_object_set_new(x->ns, "calls", json_integer(x->ns_calls));
+}
+
+/* Opens a level object {key: name, "calls": 0, child: []} appended to parent_list. */
+static json_t *open_level(services_ctx *x, json_t *parent_list, const char *key, const char *name,
+                          const char *child)
+{
+    json_t *obj = json_pack("{s:s,s:I,s:[]}", key, name ? name : "", "calls", (json_int_t)0, child);
+    if (!obj || json_array_append_new(parent_list, obj) != 0) {
+        x->oom = 1;
+        return NULL;
+    }
+    return obj;
+}
+
+static int services_row(void *ud, const cp_pod_row *p)
+{
+    services_ctx *x = ud;
+    if (++x->rows > HTTP_SERVICES_MAX_ROWS) {
+        x->truncated = 1;
+        return 1;
+    }
+    if (!same_name(x->ns, "namespace", p->ns)) {
+        services_flush(x);
+        x->ns = open_level(x, x->namespaces, "namespace", p->ns, "services");
+        x->svc = x->pod = NULL;
+        x->ns_calls = 0;
+    }
+    if (x->ns && !same_name(x->svc, "service", p->service)) {
+        services_flush(x);
+        x->svc = open_level(x, json_object_get(x->ns, "services"), "service", p->service, "pods");
+        x->pod = NULL;
+        x->svc_calls = 0;
+    }
+    if (x->svc && !same_name(x->pod, "pod", p->pod)) {
+        services_flush(x);
+        x->pod = open_level(x, json_object_get(x->svc, "pods"), "pod", p->pod, "restarts");
+        x->pod_calls = 0;
+    }
+    if (!x->pod) return 1; /* out of memory */
+    json_t *r = json_pack("{s:I,s:I,s:I,s:I}", "restart_ms", (json_int_t)p->restart_ms, "first_ms",
+                          (json_int_t)p->first_ms, "last_ms", (json_int_t)p->last_ms, "calls", (json_int_t)p->calls);
+    if (!r || json_array_append_new(json_object_get(x->pod, "restarts"), r) != 0) {
+        x->oom = 1;
+        return 1;
+    }
+    x->pod_calls += p->calls;
+    x->svc_calls += p->calls;
+    x->ns_calls += p->calls;
+    return 0;
+}
+
+void http_api_services(cp_http *h, const http_args *a, http_out *o)
+{
+    int64_t from, to;
+    if (http_check_args(a, window_params, o) || http_parse_window(h, a, &from, &to, o)) return;
+    services_ctx x;
+    memset(&x, 0, sizeof x);
+    x.namespaces = json_array();
+    char err[256] = "";
+    cp_reader *r;
+    int rc = http_pool_acquire(h, &r, err, sizeof err);
+    if (rc != CP_OK) {
+        json_decref(x.namespaces);
+        http_error(o, 503, "unavailable", "catalog unavailable: %s", err);
+        o->retry_after = 1;
+        return;
+    }
+    rc = x.namespaces ? cp_reader_pods(r, from, to, services_row, &x) : CP_ENOMEM;
+    int failed = rc < 0 && !x.oom && !x.truncated;
+    if (failed) http_reader_error(o, rc, "pods", cp_reader_errmsg(r));
+    http_pool_release(h, r, failed);
+    if (!failed) {
+        services_flush(&x);
+        o->json = x.oom ? NULL : json_pack("{s:O,s:b}", "namespaces", x.namespaces, "partial", x.truncated);
+        if (!o->json) http_oom(o);
+    }
+    json_decref(x.namespaces);
+}

@@ -1,0 +1,581 @@
+/* http.c -- the HTTP server: libmicrohttpd setup, the reader pool, request bodies,
+ * routing of /api/v1 and sending the responses the endpoint files build.
+ *
+ * MHD runs an internal polling thread per pool thread (cfg->threads); a handler runs on
+ * one of them and may block on the catalog (it takes a reader from the pool for the
+ * duration of the query). A request is handled in two calls of the access handler: the
+ * first (headers only) allocates the request state, later ones deliver the body (kept
+ * up to HTTP_MAX_BODY_BYTES for POST, discarded otherwise), the last one answers.
+ */
+#include "http_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* ---- configuration ------------------------------------------------------------------ */
+
+void cp_http_config_default(cp_http_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->host = "0.0.0.0";
+    cfg->port = 8080;
+    cfg->threads = 4;
+    cfg->max_span_ms = 31LL * 24 * 3600 * 1000;
+    cfg->max_limit = 1000;
+    cfg->max_scan = 20000000;
+    cfg->max_tree_calls = 1000;
+    cfg->max_tree_nodes = 1000000;
+    cfg->max_export_rows = 1000000;
+    cfg->cursor_ttl_ms = 15 * 60 * 1000;
+    cfg->version = "0.0.0";
+}
+
+void http_log(const cp_http *h, int level, const char *fmt, ...)
+{
+    if (!h->cfg->log) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    h->cfg->log(h->cfg->log_ud, level, msg);
+}
+
+/* ---- reader pool ------------------------------------------------------------------- */
+
+static int pool_init(http_pool *p, size_t max)
+{
+    memset(p, 0, sizeof *p);
+    p->idle = calloc(max, sizeof *p->idle);
+    if (!p->idle) return CP_ENOMEM;
+    p->max = max;
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p->idle);
+        return CP_ENOMEM;
+    }
+    if (pthread_cond_init(&p->cv, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        free(p->idle);
+        return CP_ENOMEM;
+    }
+    return CP_OK;
+}
+
+static void pool_free(http_pool *p)
+{
+    for (size_t i = 0; i < p->nidle; i++) cp_reader_close(p->idle[i]);
+    free(p->idle);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+}
+
+/* Absolute CLOCK_REALTIME deadline ms from now (pthread_cond_timedwait's clock). */
+static struct timespec deadline_in(long ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+int http_pool_acquire(cp_http *h, cp_reader **out, char *err, size_t errlen)
+{
+    http_pool *p = &h->pool;
+    struct timespec until = deadline_in(HTTP_POOL_WAIT_MS);
+    int st = CP_OK;
+    *out = NULL;
+    pthread_mutex_lock(&p->mu);
+    while (p->nidle == 0 && p->open >= p->max) {
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT) {
+            snprintf(err, errlen, "all %zu catalog readers are busy", p->max);
+            pthread_mutex_unlock(&p->mu);
+            return CP_ELIMIT;
+        }
+    }
+    if (p->nidle > 0) {
+        *out = p->idle[--p->nidle];
+    } else {
+        /* Opened under the lock (cp_http.h): reader implementations need not be
+         * reentrant while opening. */
+        st = h->cfg->open_reader(h->cfg->open_reader_ud, out, err, errlen);
+        if (st == CP_OK && !*out) st = CP_EIO;
+        if (st == CP_OK) p->open++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return st;
+}
+
+void http_pool_release(cp_http *h, cp_reader *r, int broken)
+{
+    http_pool *p = &h->pool;
+    if (!r) return;
+    pthread_mutex_lock(&p->mu);
+    if (broken || p->nidle >= p->max) {
+        p->open--;
+        pthread_mutex_unlock(&p->mu);
+        cp_reader_close(r); /* outside the lock: closing may take a while */
+        pthread_mutex_lock(&p->mu);
+    } else {
+        p->idle[p->nidle++] = r;
+    }
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- errors ------------------------------------------------------------------------- */
+
+/* Copies printable ASCII, '?' for anything else, so the text is valid UTF-8 JSON and
+ * cannot carry control characters into logs. */
+static void safe_text(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) *s = '?';
+}
+
+static void set_error(http_out *o, unsigned status, const char *code, const char *fmt, va_list ap)
+{
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    safe_text(msg);
+    cp_buf_reset(&o->body);
+    if (o->json) json_decref(o->json);
+    o->status = status;
+    o->content_type = NULL;
+    o->disposition[0] = 0;
+    o->json = json_pack("{s:s,s:s}", "error", msg, "code", code);
+}
+
+void http_error(http_out *o, unsigned status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(o, status, code, fmt, ap);
+    va_end(ap);
+}
+
+void http_bad_param(http_out *o, const char *param, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_error(o, 400, code, fmt, ap);
+    va_end(ap);
+    http_error_field(o, "parameter", param);
+}
+
+void http_error_field(http_out *o, const char *key, const char *value)
+{
+    if (!o->json || !value) return;
+    char v[256];
+    snprintf(v, sizeof v, "%s", value);
+    safe_text(v);
+    json_object_set_new(o->json, key, json_string(v));
+}
+
+void http_reader_error(http_out *o, int status, const char *what, const char *msg)
+{
+    if (status == CP_ENOMEM)
+        http_error(o, 503, "overloaded", "%s: out of memory", what);
+    else
+        http_error(o, 500, "reader_error", "%s failed: %s", what, msg && *msg ? msg : cp_strstatus(status));
+    if (o->status == 503) o->retry_after = 5;
+}
+
+void http_oom(http_out *o)
+{
+    http_error(o, 503, "overloaded", "out of memory while building the response");
+    o->retry_after = 5;
+}
+
+/* ---- arguments ------------------------------------------------------------------------- */
+
+const http_arg *http_arg_get(const http_args *a, const char *key)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (!strcmp(a->a[i].key, key)) return &a->a[i];
+    return NULL;
+}
+
+int http_check_args(const http_args *a, const char *const *allowed, http_out *o)
+{
+    if (a->too_many) {
+        http_error(o, 400, "too_many_parameters", "more than %d query parameters", HTTP_MAX_ARGS);
+        return -1;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        const http_arg *x = &a->a[i];
+        char name[65];
+        snprintf(name, sizeof name, "%s", x->key);
+        if (strlen(x->key) != x->klen) { /* a %00 in the name */
+            http_bad_param(o, name, "bad_parameter", "parameter name contains a NUL byte");
+            return -1;
+        }
+        int known = 0;
+        for (size_t k = 0; allowed && allowed[k]; k++)
+            if (!strcmp(allowed[k], x->key)) known = 1;
+        if (!known) {
+            http_bad_param(o, name, "unknown_parameter", "unknown parameter '%s'", name);
+            return -1;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(a->a[j].key, x->key)) {
+                http_bad_param(o, name, "duplicate_parameter", "parameter '%s' given more than once", name);
+                return -1;
+            }
+        if (strlen(x->val) != x->vlen) {
+            http_bad_param(o, name, "bad_parameter", "parameter '%s' contains a NUL byte", name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t klen,
+                                   const char *val, size_t vlen)
+{
+    http_args *a = cls;
+    (void)kind;
+    if (a->n >= HTTP_MAX_ARGS) {
+        a->too_many = 1;
+        return MHD_NO;
+    }
+    http_arg *x = &a->a[a->n++];
+    x->key = key;
+    x->klen = klen;
+    x->val = val ? val : "";
+    x->vlen = val ? vlen : 0;
+    return MHD_YES;
+}
+
+/* ---- per-request state --------------------------------------------------------------- */
+
+typedef struct http_req {
+    cp_buf body;
+    int body_too_large;
+    int keep_body;        /* POST: the body is kept (bounded), otherwise discarded */
+} http_req;
+
+/* Takes the body bytes MHD hands over, keeping at most HTTP_MAX_BODY_BYTES. */
+static void req_take_body(http_req *rq, const char *data, size_t n)
+{
+    if (!rq->keep_body || rq->body_too_large) return;
+    if (n > HTTP_MAX_BODY_BYTES - rq->body.len || cp_buf_append(&rq->body, data, n) != CP_OK) {
+        rq->body_too_large = 1;
+        cp_buf_free(&rq->body);
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
+{
+    (void)cls;
+    (void)c;
+    (void)why;
+    http_req *rq = *con_cls;
+    if (!rq) return;
+    cp_buf_free(&rq->body);
+    free(rq);
+    *con_cls = NULL;
+}
+
+/* ---- routing ------------------------------------------------------------------------- */
+
+enum { M_GET = 1, M_POST = 2 };
+
+static int method_bit(const char *m)
+{
+    if (!strcmp(m, MHD_HTTP_METHOD_GET) || !strcmp(m, MHD_HTTP_METHOD_HEAD)) return M_GET;
+    if (!strcmp(m, MHD_HTTP_METHOD_POST)) return M_POST;
+    return 0;
+}
+
+/* Splits "/api/v1/<a>[/<b>[/<c>]]" into its parts (pointers into buf). Returns the
+ * number of parts after /api/v1, or -1 if the path is not under it or has empty parts. */
+static int split_path(const char *url, char *buf, size_t buflen, char *parts[3])
+{
+    static const char prefix[] = "/api/v1/";
+    if (strncmp(url, prefix, sizeof prefix - 1) != 0) return -1;
+    if (strlen(url) >= buflen) return -1;
+    strcpy(buf, url + sizeof prefix - 1);
+    int n = 0;
+    char *s = buf;
+    for (;;) {
+        char *slash = strchr(s, '/');
+        if (n == 3 || !*s) return -1;
+        parts[n++] = s;
+        if (!slash) break;
+        *slash = 0;
+        s = slash + 1;
+    }
+    return n;
+}
+
+/* Runs the endpoint for (method, path) or sets a 404/405. */
+static void route(cp_http *h, const char *url, int m, const http_args *a, http_req *rq, http_out *o)
+{
+    char buf[1024];
+    char *p[3];
+    int n = split_path(url, buf, sizeof buf, p);
+    int allowed = 0; /* methods the path accepts */
+    if (n == 1) {
+        if (!strcmp(p[0], "health")) allowed = M_GET;
+        else if (!strcmp(p[0], "time")) allowed = M_GET;
+        else if (!strcmp(p[0], "config")) allowed = M_GET;
+        else if (!strcmp(p[0], "services")) allowed = M_GET;
+        else if (!strcmp(p[0], "calls")) allowed = M_GET;
+        else if (!strcmp(p[0], "calls.csv")) allowed = M_GET;
+        else if (!strcmp(p[0], "tree")) allowed = M_GET | M_POST;
+    } else if (n == 2 && !strcmp(p[0], "calls")) {
+        allowed = M_GET; /* calls/stats and calls/{id} */
+    } else if (n == 3 && !strcmp(p[0], "calls") && (!strcmp(p[2], "tree") || !strcmp(p[2], "trace"))) {
+        allowed = M_GET;
+    }
+    if (!allowed) {
+        http_error(o, 404, "not_found", "no such resource");
+        return;
+    }
+    if (!(allowed & m)) {
+        http_error(o, 405, "method_not_allowed", "method not allowed here");
+        o->allow = allowed == M_GET ? "GET, HEAD" : "GET, HEAD, POST";
+        return;
+    }
+    if (n == 1) {
+        if (!strcmp(p[0], "health")) http_api_health(h, a, o);
+        else if (!strcmp(p[0], "time")) http_api_time(h, a, o);
+        else if (!strcmp(p[0], "config")) http_api_config(h, a, o);
+        else if (!strcmp(p[0], "services")) http_api_services(h, a, o);
+        else if (!strcmp(p[0], "calls")) http_api_calls(h, a, o);
+        else if (!strcmp(p[0], "calls.csv")) http_api_csv(h, a, o);
+        else if (m == M_POST) http_api_tree_post(h, a, &rq->body, rq->body_too_large, o);
+        else http_api_tree_get(h, a, o);
+    } else if (n == 2) {
+        if (!strcmp(p[1], "stats")) http_api_stats(h, a, o);
+        else http_api_call(h, a, p[1], o);
+    } else if (!strcmp(p[2], "tree")) {
+        http_api_call_tree(h, a, p[1], o);
+    } else {
+        http_api_call_trace(h, a, p[1], o);
+    }
+}
+
+/* ---- sending ------------------------------------------------------------------------- */
+
+/* Builds the MHD response from o (taking its body) and adds the common headers. */
+static struct MHD_Response *make_response(http_out *o)
+{
+    struct MHD_Response *r = o->stream;
+    o->stream = NULL;
+    if (!r && o->json) {
+        char *text = json_dumps(o->json, JSON_COMPACT);
+        if (!text) return NULL;
+        cp_buf_reset(&o->body);
+        int st = cp_buf_append(&o->body, text, strlen(text));
+        free(text);
+        if (st != CP_OK) return NULL;
+    }
+    if (!r) {
+        r = MHD_create_response_from_buffer(o->body.len, o->body.data, MHD_RESPMEM_MUST_FREE);
+        if (!r) return NULL;
+        cp_buf_init(&o->body); /* MHD owns (and frees) the bytes now */
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            o->content_type ? o->content_type : "application/json; charset=utf-8");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    if (o->disposition[0]) MHD_add_response_header(r, "Content-Disposition", o->disposition);
+    if (o->allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, o->allow);
+    if (o->retry_after > 0) {
+        char v[16];
+        snprintf(v, sizeof v, "%d", o->retry_after);
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
+    }
+    return r;
+}
+
+static void out_free(http_out *o)
+{
+    cp_buf_free(&o->body);
+    if (o->json) json_decref(o->json);
+    if (o->stream) MHD_destroy_response(o->stream);
+}
+
+static enum MHD_Result send_out(cp_http *h, struct MHD_Connection *conn, const char *method, const char *url,
+                                http_out *o)
+{
+    struct MHD_Response *r = make_response(o);
+    if (!r) { /* out of memory: a fixed text needs no allocation of ours */
+        static const char oom[] = "{\"error\":\"out of memory\",\"code\":\"overloaded\"}";
+        r = MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom, MHD_RESPMEM_PERSISTENT);
+        if (!r) {
+            out_free(o);
+            return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json; charset=utf-8");
+        o->status = 503;
+    }
+    if (o->status >= 500) {
+        char what[256]; /* the decoded URL may hold anything: made printable for the log */
+        snprintf(what, sizeof what, "%.15s %.200s", method, url);
+        safe_text(what);
+        http_log(h, HTTP_LOG_WARN, "http: %s -> %u", what, o->status);
+    }
+    enum MHD_Result ret = MHD_queue_response(conn, o->status, r);
+    MHD_destroy_response(r);
+    out_free(o);
+    return ret;
+}
+
+/* MHD's access handler (see the file comment for the call sequence). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    cp_http *h = cls;
+    (void)version;
+    http_req *rq = *con_cls;
+    if (!rq) { /* headers only */
+        rq = calloc(1, sizeof *rq);
+        if (!rq) return MHD_NO;
+        rq->keep_body = method_bit(method) == M_POST;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (rq->keep_body && cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY_BYTES) rq->body_too_large = 1;
+        *con_cls = rq;
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        req_take_body(rq, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    http_out o;
+    memset(&o, 0, sizeof o);
+    o.status = 200;
+    cp_buf_init(&o.body);
+    int m = method_bit(method);
+    if (!m) {
+        http_error(&o, 405, "method_not_allowed", "method not allowed");
+        o.allow = "GET, HEAD, POST";
+    } else {
+        http_args args;
+        memset(&args, 0, sizeof args);
+        MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        route(h, url, m, &args, rq, &o);
+    }
+    return send_out(h, conn, method, url, &o);
+}
+
+/* MHD's own messages go to cfg->log at debug level: they are mostly about clients
+ * (closed with an incomplete request, bad syntax) and must not flood the log. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    cp_http *h = cls;
+    if (!h->cfg->log) return;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = 0;
+    h->cfg->log(h->cfg->log_ud, HTTP_LOG_DEBUG, msg);
+}
+
+/* ---- start / stop ------------------------------------------------------------------------ */
+
+/* Resolves cfg->host (numeric or a name) to the first address of the port. */
+static int resolve_bind(const cp_http_config *cfg, struct sockaddr_storage *ss, int *ipv6, char *err, size_t errlen)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->port);
+    const char *host = cfg->host && *cfg->host ? cfg->host : "0.0.0.0";
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0 || !res) {
+        snprintf(err, errlen, "http: cannot resolve '%s': %s", host, gai_strerror(rc));
+        return CP_EINVAL;
+    }
+    memset(ss, 0, sizeof *ss);
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *ipv6 = res->ai_family == AF_INET6;
+    freeaddrinfo(res);
+    return CP_OK;
+}
+
+static int check_config(const cp_http_config *cfg, char *err, size_t errlen)
+{
+    if (!cfg->open_reader) {
+        snprintf(err, errlen, "http: no reader");
+        return CP_EINVAL;
+    }
+    if (cfg->port < 0 || cfg->port > 65535 || cfg->threads == 0 || cfg->threads > 1024 || cfg->max_limit == 0 ||
+        cfg->max_span_ms <= 0 || cfg->max_tree_calls == 0 || cfg->max_tree_nodes == 0 || cfg->cursor_ttl_ms <= 0) {
+        snprintf(err, errlen, "http: invalid configuration (port, threads or limits)");
+        return CP_EINVAL;
+    }
+    return CP_OK;
+}
+
+int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    int st = check_config(cfg, err, errlen);
+    if (st != CP_OK) return st;
+    struct sockaddr_storage ss;
+    int ipv6 = 0;
+    if ((st = resolve_bind(cfg, &ss, &ipv6, err, errlen)) != CP_OK) return st;
+    cp_http *h = calloc(1, sizeof *h);
+    if (!h || pool_init(&h->pool, cfg->threads + 1) != CP_OK) {
+        free(h);
+        snprintf(err, errlen, "http: out of memory");
+        return CP_ENOMEM;
+    }
+    h->cfg = cfg;
+    /* poll(), not epoll: with 0.9.75's edge-triggered epoll a request whose last bytes
+     * arrive together with the client's FIN is sometimes never noticed as ended, and the
+     * connection sits until its timeout. poll is level-triggered; a thread serves at most
+     * a few hundred connections, where poll costs nothing. */
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+    h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, h,
+                                 MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, /* first: MHD wants it so */
+                                 MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                                 MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+                                 MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                 MHD_OPTION_END);
+    if (!h->daemon) {
+        snprintf(err, errlen, "http: cannot listen on %s:%d: %s", cfg->host ? cfg->host : "0.0.0.0", cfg->port,
+                 strerror(errno));
+        pool_free(&h->pool);
+        free(h);
+        return CP_EIO;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : cfg->port;
+    http_log(h, HTTP_LOG_INFO, "http: listening on %s:%d (%u threads)", cfg->host ? cfg->host : "0.0.0.0",
+             h->port, cfg->threads);
+    *out = h;
+    return CP_OK;
+}
+
+int cp_http_port(const cp_http *h) { return h->port; }
+
+void cp_http_stop(cp_http *h)
+{
+    if (!h) return;
+    MHD_stop_daemon(h->daemon); /* joins the threads; pending responses are freed */
+    pool_free(&h->pool);
+    free(h);
+}

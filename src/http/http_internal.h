@@ -1,0 +1,169 @@
+/* http_internal.h -- what the files of the HTTP layer share: the server object and its
+ * reader pool, a request's query-string arguments, the response being built, and the
+ * parsed calls query (filters + sort + paging) used by /calls, /calls.csv and
+ * /calls/stats. Not part of the layer's public interface (cp_http.h).
+ */
+#ifndef CP_HTTP_INTERNAL_H
+#define CP_HTTP_INTERNAL_H
+
+#include "http/cp_http.h"
+#include "query/cp_query.h"
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdarg.h>
+
+/* Log levels of cfg->log (the same numbers as the server's CP_LOG_*). */
+enum { HTTP_LOG_ERROR = 0, HTTP_LOG_WARN = 1, HTTP_LOG_INFO = 2, HTTP_LOG_DEBUG = 3 };
+
+/* Bounds on what a client can send. */
+#define HTTP_MAX_ARGS 32              /* query-string parameters per request */
+#define HTTP_MAX_NAME_BYTES 1024      /* namespace, service, pod, method, sort values */
+#define HTTP_MAX_Q_BYTES 4000         /* q: 1000 characters of up to 4 UTF-8 bytes */
+#define HTTP_MAX_BODY_BYTES (1u << 20) /* POST /tree body (1000 ids need ~100 KB) */
+#define HTTP_MAX_RESPONSE_BYTES (64u << 20) /* a /calls page stops growing beyond this */
+#define HTTP_STATS_MAX_POINTS 5000    /* /calls/stats: points per response */
+#define HTTP_STATS_MAX_COLUMNS 5000
+#define HTTP_STATS_PER_COLUMN 5
+#define HTTP_STATS_PAGE 10000         /* rows per reader query while computing stats */
+#define HTTP_SERVICES_MAX_ROWS 100000 /* pod restarts listed by /services */
+#define HTTP_EXPORT_PAGE 1000         /* rows fetched per reader query by the CSV export */
+#define HTTP_EXPORT_MAX_MS 25000      /* an export stops (and says so) after 25 s */
+#define HTTP_POOL_WAIT_MS 5000        /* waiting for a free reader before a 503 */
+
+/* ---- reader pool ------------------------------------------------------------------- */
+
+/* Readers are opened on demand (at most max at a time) and kept for reuse; a reader
+ * that failed a query is closed instead of being reused. */
+typedef struct http_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    cp_reader **idle;
+    size_t nidle;
+    size_t open;      /* idle + in use */
+    size_t max;
+} http_pool;
+
+/* ---- the server ---------------------------------------------------------------------- */
+
+struct cp_http {
+    const cp_http_config *cfg;
+    struct MHD_Daemon *daemon;
+    int port;
+    http_pool pool;
+};
+
+/* Logs through cfg->log (no-op without one). */
+void http_log(const cp_http *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* CP_OK, or a status with a reason in err: CP_ELIMIT when no reader freed up in time,
+ * another error when opening one failed. */
+int http_pool_acquire(cp_http *h, cp_reader **out, char *err, size_t errlen);
+/* Gives a reader back; broken = it failed a query (it is closed, not reused). */
+void http_pool_release(cp_http *h, cp_reader *r, int broken);
+
+/* ---- request arguments --------------------------------------------------------------- */
+
+typedef struct http_arg {
+    const char *key, *val;   /* NUL-terminated, URL-decoded by MHD; val "" when absent */
+    size_t klen, vlen;
+} http_arg;
+
+typedef struct http_args {
+    http_arg a[HTTP_MAX_ARGS];
+    size_t n;
+    int too_many;            /* more than HTTP_MAX_ARGS were sent */
+} http_args;
+
+/* The value of key (NULL if absent). */
+const http_arg *http_arg_get(const http_args *a, const char *key);
+
+/* ---- the response ------------------------------------------------------------------------ */
+
+typedef struct http_out {
+    unsigned status;             /* HTTP status, default 200 */
+    cp_buf body;                 /* response bytes (when neither json nor stream is set) */
+    json_t *json;                /* a jansson value to send instead of body */
+    const char *content_type;    /* NULL = application/json; charset=utf-8 */
+    char disposition[256];       /* Content-Disposition value; "" = none */
+    const char *allow;           /* Allow header (405) */
+    int retry_after;             /* Retry-After seconds (503); 0 = none */
+    struct MHD_Response *stream; /* a ready response (streamed export) */
+} http_out;
+
+/* Sets an error response {"error": message, "code": code}. The message is made safe
+ * (printable ASCII; other bytes become '?') since it may quote client input. */
+void http_error(http_out *o, unsigned status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* A 400 naming a parameter: {"error", "code", "parameter"}. */
+void http_bad_param(http_out *o, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Adds a string field to the error set by http_error (e.g. a trace's drop reason). */
+void http_error_field(http_out *o, const char *key, const char *value);
+/* The error for a failed reader call (500; 503 when out of memory). */
+void http_reader_error(http_out *o, int status, const char *what, const char *msg);
+/* 500 "out of memory" style failure of the response building itself. */
+void http_oom(http_out *o);
+
+/* Rejects any parameter whose name is not in allowed (NULL-terminated), duplicated
+ * parameters and too many parameters. 0 if fine, else the 400 is set in o. */
+int http_check_args(const http_args *a, const char *const *allowed, http_out *o);
+
+/* ---- the calls query ----------------------------------------------------------------- */
+
+enum {
+    HTTP_Q_PAGING = 1,   /* limit and cursor */
+    HTTP_Q_SORT = 2,     /* sort */
+    HTTP_Q_COLUMNS = 4,  /* columns (stats) */
+};
+
+typedef struct http_query {
+    int64_t from_ms, to_ms;
+    char *ns, *service, *pod, *method;  /* owned copies; NULL = any */
+    cp_duration_filter dur;
+    cp_search *search;                  /* NULL = no q */
+    int errors_only;
+    cp_sort_col sort;
+    int desc;
+    size_t limit;
+    int has_cursor;
+    cp_cursor cursor;
+    uint64_t hash;                      /* of every filter and the sort */
+    unsigned columns;                   /* stats */
+} http_query;
+
+/* Parses from, to, namespace, service, pod, duration, method, q, error and (per flags)
+ * sort, limit, cursor, columns. 0 if fine, else the 4xx is set in o. The query owns
+ * copies of its strings: it may outlive the request (streamed export). */
+int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query *q, http_out *o);
+void http_query_free(http_query *q);
+/* Fills f from q (after = NULL, limit = q->limit, max_scan = cfg->max_scan). */
+void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f);
+/* Parses from/to only (with their defaults and bounds), for /services. */
+int http_parse_window(cp_http *h, const http_args *a, int64_t *from, int64_t *to, http_out *o);
+
+/* The position of c in the sort order col/desc (for keyset paging). */
+void http_sort_key_of(const cp_call *c, cp_sort_col col, int desc, cp_sort_key *k);
+
+/* ---- JSON of a call -------------------------------------------------------------------- */
+
+/* Appends the API's Call object. CP_OK or CP_ENOMEM. */
+int http_call_json(cp_buf *out, const cp_call *c);
+
+/* ---- endpoints ----------------------------------------------------------------------- */
+
+void http_api_health(cp_http *h, const http_args *a, http_out *o);
+void http_api_time(cp_http *h, const http_args *a, http_out *o);
+void http_api_config(cp_http *h, const http_args *a, http_out *o);
+void http_api_services(cp_http *h, const http_args *a, http_out *o);
+void http_api_calls(cp_http *h, const http_args *a, http_out *o);
+void http_api_call(cp_http *h, const http_args *a, const char *id, http_out *o);
+void http_api_stats(cp_http *h, const http_args *a, http_out *o);
+void http_api_csv(cp_http *h, const http_args *a, http_out *o);
+void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out *o);
+void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_out *o);
+void http_api_tree_get(cp_http *h, const http_args *a, http_out *o);
+void http_api_tree_post(cp_http *h, const http_args *a, const cp_buf *body, int body_too_large, http_out *o);
+
+#endif

@@ -1,0 +1,1128 @@
+/* hot_test.c -- the hot tier on SQLite: the writer (call_put, set_windows,
+ * windows_prepare, migration 2) and the reader (search, get, pods, bounds).
+ *
+ * A data set of calls spread over windows of 2023 (created on the spot by call_put) and
+ * 2026 (prepared ahead) is written once; every search is checked against the same
+ * filter and sort done here in plain C over the inserted calls. */
+#include "testutil.h"
+
+#include "store/cp_catalog.h"
+#include "store/cp_hot.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_MS 60000LL
+#define T2023 1677664800000LL /* 2023-03-01 10:00:00 UTC */
+#define T2026 1767268800000LL /* 2026-01-01 12:00:00 UTC */
+#define NCALLS 2400
+#define NPODS 5
+
+/* ---- the data set ------------------------------------------------------------------------ */
+
+typedef struct tpod {
+    cp_catalog_pod p;
+} tpod;
+
+static const tpod pods[NPODS] = {
+    {{"ns-a", "svc-1", "pod-1", "ns-a/pod-1", T2026 - 7200000}},
+    {{"ns-a", "svc-1", "pod-1", "ns-a/pod-1", T2026 - 3600000}}, /* a second restart */
+    {{"ns-a", "svc-1", "pod-2", "ns-a/pod-2", T2026 - 3600000}},
+    {{"ns-b", "svc-2", "pod-1", "ns-b/pod-1", T2026 - 3600000}}, /* same pod name, other namespace */
+    {{"ns-b", "svc-2", "idle", "ns-b/idle", T2026 + 3600000}},   /* no calls */
+};
+
+static const char *const methods[] = {
+    "com.acme.OrderService.place(Ljava/lang/String;)V", "com.acme.orderservice.Cancel()V",
+    "org.Foo.bar()I", "#17", "\xc3\x9cnicode.m\xc3\xa9thod()V", "com.acme.OrderService.placeAll()V",
+};
+static const char *const threads[] = {"http-nio-8080-exec-1", "http-nio-8080-exec-2", "main", "pool-3-thread-7"};
+
+typedef struct tcall {
+    cp_call c;
+    char params[128];
+    uint8_t trace[400];
+} tcall;
+
+typedef struct fixture {
+    char *dir;
+    char db[512];
+    cp_catalog *cat;
+    cp_reader *rd;
+    tcall *calls;
+    size_t n;
+} fixture;
+
+/* One deterministic call; record_index is its position in the array (a unique id). */
+static void make_call(tcall *t, size_t i, uint64_t *rng)
+{
+    cp_call *c = &t->c;
+    memset(t, 0, sizeof *t);
+    const cp_catalog_pod *p = &pods[test_rand(rng) % (NPODS - 1)].p;
+    int64_t base = i % 2 ? T2023 : T2026;
+    int64_t span = i % 2 ? 20 * MIN_MS : 30 * MIN_MS; /* 4 windows in 2023, 6 in 2026 */
+    c->ts_ms = base + (int64_t)(test_rand(rng) % (uint64_t)(span / 500)) * 500; /* many equal times */
+    c->duration_ms = test_rand(rng) % 4 == 0 ? (int32_t)(test_rand(rng) % 3) : (int32_t)(test_rand(rng) % 5000);
+    c->cpu_time = (int64_t)(test_rand(rng) % 100000) - 50;
+    c->wait_time = (int64_t)(test_rand(rng) % 10);
+    c->memory_used = (int64_t)(test_rand(rng) % 1000000) << 20;
+    c->non_blocking = 0;
+    c->queue_wait_ms = (int32_t)(test_rand(rng) % 7);
+    c->suspend_ms = (int32_t)(test_rand(rng) % 5);
+    c->calls = (int32_t)(test_rand(rng) % 50);
+    c->transactions = (int64_t)(test_rand(rng) % 4);
+    c->logs_generated = (int32_t)(test_rand(rng) % 9);
+    c->logs_written = (int32_t)(test_rand(rng) % 9);
+    c->file_read = (int64_t)(test_rand(rng) % 3) * 5000000000LL;
+    c->file_written = (int64_t)(test_rand(rng) % 1000);
+    c->net_read = (int64_t)(test_rand(rng) % 1000);
+    c->net_written = (int64_t)(test_rand(rng) % 2);
+    c->ns = p->ns, c->ns_len = strlen(p->ns);
+    c->service = p->service, c->service_len = strlen(p->service);
+    c->pod = p->pod, c->pod_len = strlen(p->pod);
+    c->restart_ms = p->restart_ms;
+    c->method_id = (int32_t)(test_rand(rng) % CP_ARRAY_LEN(methods));
+    c->method = methods[c->method_id], c->method_len = strlen(c->method);
+    c->thread = threads[test_rand(rng) % CP_ARRAY_LEN(threads)], c->thread_len = strlen(c->thread);
+    c->error = test_rand(rng) % 7 == 0;
+    int n = snprintf(t->params, sizeof t->params, "{%s\"user\":[\"user-%u\"]}", c->error ? "\"call.red\":[\"1\"]," : "",
+                     (unsigned)(test_rand(rng) % 20));
+    c->params_json = t->params, c->params_json_len = (size_t)n;
+    c->trace_file_index = 1 + (int32_t)(test_rand(rng) % 3);
+    c->buffer_offset = (int32_t)(test_rand(rng) % 100000);
+    c->record_index = (int32_t)i;
+    if (test_rand(rng) % 3 == 0) {
+        c->trace_reason = CP_TRACE_NOT_FOUND;
+    } else {
+        size_t len = 20 + test_rand(rng) % 300;
+        for (size_t k = 0; k < len; k++) t->trace[k] = (uint8_t)(test_rand(rng) >> 7);
+        c->trace = t->trace, c->trace_len = len;
+    }
+}
+
+static void open_catalog(fixture *fx)
+{
+    char err[256];
+    int st = cp_catalog_open_sqlite(fx->db, &fx->cat, err, sizeof err);
+    if (st != CP_OK) fail_msg("open catalog: %s", err);
+}
+
+static void open_reader(fixture *fx)
+{
+    char err[256];
+    int st = cp_reader_open_sqlite(fx->db, &fx->rd, err, sizeof err);
+    if (st != CP_OK) fail_msg("open reader: %s", err);
+}
+
+static void fixture_dir(fixture *fx, const char *tag)
+{
+    fx->dir = make_temp_dir(tag);
+    snprintf(fx->db, sizeof fx->db, "%s/catalog.db", fx->dir);
+}
+
+static void put_ok(cp_catalog *cat, const cp_call *c)
+{
+    int st = cp_catalog_call_put(cat, c);
+    if (st != CP_OK) fail_msg("call_put: %s", cp_catalog_errmsg(cat));
+}
+
+static int group_setup(void **state)
+{
+    fixture *fx = calloc(1, sizeof *fx);
+    fixture_dir(fx, "hot");
+    open_catalog(fx);
+    assert_int_equal(cp_catalog_set_windows(fx->cat, 5 * MIN_MS, 3 * 3600000LL), CP_OK);
+    for (size_t i = 0; i < NPODS; i++) assert_int_equal(cp_catalog_pod_register(fx->cat, &pods[i].p, T2026 + 7200000), CP_OK);
+    /* 2026: prepared ahead; 2023: created by call_put */
+    assert_int_equal(cp_catalog_windows_prepare(fx->cat, T2026), CP_OK);
+    assert_int_equal(cp_catalog_commit(fx->cat), CP_OK);
+    fx->n = NCALLS;
+    fx->calls = calloc(fx->n, sizeof *fx->calls);
+    uint64_t rng = 42;
+    for (size_t i = 0; i < fx->n; i++) {
+        make_call(&fx->calls[i], i, &rng);
+        put_ok(fx->cat, &fx->calls[i].c);
+        if (i % 500 == 499) assert_int_equal(cp_catalog_commit(fx->cat), CP_OK);
+    }
+    assert_int_equal(cp_catalog_commit(fx->cat), CP_OK);
+    open_reader(fx);
+    *state = fx;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    fixture *fx = *state;
+    cp_reader_close(fx->rd);
+    cp_catalog_close(fx->cat);
+    remove_tree(fx->dir);
+    free(fx->dir);
+    free(fx->calls);
+    free(fx);
+    return 0;
+}
+
+/* ---- the reference: filter and order in plain C ------------------------------------------------ */
+
+static int64_t num_of(const cp_call *c, cp_sort_col col)
+{
+    switch (col) {
+    case CP_SORT_TS: return c->ts_ms;
+    case CP_SORT_DURATION: return c->duration_ms;
+    case CP_SORT_CPU: return c->cpu_time;
+    case CP_SORT_WAIT: return c->wait_time;
+    case CP_SORT_MEMORY: return c->memory_used;
+    case CP_SORT_SUSPEND: return c->suspend_ms;
+    case CP_SORT_CALLS: return c->calls;
+    case CP_SORT_TRANSACTIONS: return c->transactions;
+    case CP_SORT_QUEUE: return c->queue_wait_ms;
+    case CP_SORT_LOGS_GENERATED: return c->logs_generated;
+    case CP_SORT_LOGS_WRITTEN: return c->logs_written;
+    case CP_SORT_FILE_READ: return c->file_read;
+    case CP_SORT_FILE_WRITTEN: return c->file_written;
+    case CP_SORT_NET_READ: return c->net_read;
+    case CP_SORT_NET_WRITTEN: return c->net_written;
+    case CP_SORT_RESTART: return c->restart_ms;
+    case CP_SORT_ERROR: return c->error;
+    default: fail_msg("not a numeric column %d", (int)col);
+    }
+    return 0;
+}
+
+static const char *text_of(const cp_call *c, cp_sort_col col, size_t *len)
+{
+    switch (col) {
+    case CP_SORT_METHOD: *len = c->method_len; return c->method;
+    case CP_SORT_NAMESPACE: *len = c->ns_len; return c->ns;
+    case CP_SORT_SERVICE: *len = c->service_len; return c->service;
+    case CP_SORT_POD: *len = c->pod_len; return c->pod;
+    case CP_SORT_THREAD: *len = c->thread_len; return c->thread;
+    default: fail_msg("not a text column %d", (int)col);
+    }
+    return NULL;
+}
+
+static int cmp64(int64_t a, int64_t b) { return (a > b) - (a < b); }
+
+typedef struct order {
+    cp_sort_col col;
+    int desc;
+} order;
+
+/* cp_sort_key's order: column in its direction, then ts desc, then the ref desc (pod_hash
+ * as the signed number SQLite stores). */
+static int call_cmp(const void *pa, const void *pb, void *ctx)
+{
+    const cp_call *a = &(*(tcall *const *)pa)->c, *b = &(*(tcall *const *)pb)->c;
+    const order *o = ctx;
+    int c;
+    if (cp_sort_is_text(o->col)) {
+        size_t la, lb;
+        const char *ta = text_of(a, o->col, &la), *tb = text_of(b, o->col, &lb);
+        c = memcmp(ta, tb, la < lb ? la : lb);
+        c = c ? (c > 0) - (c < 0) : cmp64((int64_t)la, (int64_t)lb);
+    } else {
+        c = cmp64(num_of(a, o->col), num_of(b, o->col));
+    }
+    if (o->desc) c = -c;
+    if (c) return c;
+    cp_call_ref ra, rb;
+    cp_call_ref_of(a, &ra);
+    cp_call_ref_of(b, &rb);
+    if ((c = cmp64(rb.ts_ms, ra.ts_ms))) return c;
+    if ((c = cmp64(rb.restart_ms, ra.restart_ms))) return c;
+    if ((c = cmp64((int64_t)rb.pod_hash, (int64_t)ra.pod_hash))) return c;
+    if ((c = cmp64(rb.trace_file_index, ra.trace_file_index))) return c;
+    if ((c = cmp64(rb.buffer_offset, ra.buffer_offset))) return c;
+    return cmp64(rb.record_index, ra.record_index);
+}
+
+static int ci_has(const char *h, size_t hn, const char *n)
+{
+    size_t nn = strlen(n);
+    for (size_t i = 0; i + nn <= hn; i++) {
+        size_t k = 0;
+        while (k < nn) {
+            char x = h[i + k], y = n[k];
+            if (x >= 'A' && x <= 'Z') x = (char)(x + 32);
+            if (y >= 'A' && y <= 'Z') y = (char)(y + 32);
+            if (x != y) break;
+            k++;
+        }
+        if (k == nn) return 1;
+    }
+    return 0;
+}
+
+/* The match callback used by the tests: params contain the text in ud (and counts). */
+typedef struct matcher {
+    const char *needle;
+    size_t calls;
+} matcher;
+
+static int match_params(void *ud, const cp_call_view *v)
+{
+    matcher *m = ud;
+    m->calls++;
+    return ci_has(v->params_json, v->params_json_len, m->needle);
+}
+
+static int filter_ok(const cp_call_filter *f, const cp_call *c)
+{
+    if (c->ts_ms < f->from_ms || c->ts_ms >= f->to_ms) return 0;
+    if (f->ns && strcmp(f->ns, c->ns)) return 0;
+    if (f->service && strcmp(f->service, c->service)) return 0;
+    if (f->pod && strcmp(f->pod, c->pod)) return 0;
+    if (c->duration_ms < f->min_duration_ms || c->duration_ms > f->max_duration_ms) return 0;
+    if (f->errors_only && !c->error) return 0;
+    if (f->method_substr && !ci_has(c->method, c->method_len, f->method_substr)) return 0;
+    if (f->match) {
+        matcher *m = f->match_ud;
+        if (!ci_has(c->params_json, c->params_json_len, m->needle)) return 0;
+    }
+    return 1;
+}
+
+/* The calls f selects, in f's order; returns how many (*out malloc'ed). */
+static size_t expected(const fixture *fx, const cp_call_filter *f, tcall ***out)
+{
+    tcall **v = calloc(fx->n, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < fx->n; i++)
+        if (filter_ok(f, &fx->calls[i].c)) v[n++] = &fx->calls[i];
+    order o = {f->sort, f->desc};
+    qsort_r(v, n, sizeof *v, call_cmp, &o);
+    *out = v;
+    return n;
+}
+
+/* ---- collecting search results ---------------------------------------------------------------- */
+
+static void assert_call_equal(const cp_call *want, const cp_call *got, int with_trace)
+{
+    assert_int_equal(got->ts_ms, want->ts_ms);
+    assert_int_equal(got->duration_ms, want->duration_ms);
+    assert_int_equal(got->cpu_time, want->cpu_time);
+    assert_int_equal(got->wait_time, want->wait_time);
+    assert_int_equal(got->memory_used, want->memory_used);
+    assert_int_equal(got->non_blocking, want->non_blocking);
+    assert_int_equal(got->queue_wait_ms, want->queue_wait_ms);
+    assert_int_equal(got->suspend_ms, want->suspend_ms);
+    assert_int_equal(got->calls, want->calls);
+    assert_int_equal(got->transactions, want->transactions);
+    assert_int_equal(got->logs_generated, want->logs_generated);
+    assert_int_equal(got->logs_written, want->logs_written);
+    assert_int_equal(got->file_read, want->file_read);
+    assert_int_equal(got->file_written, want->file_written);
+    assert_int_equal(got->net_read, want->net_read);
+    assert_int_equal(got->net_written, want->net_written);
+    assert_int_equal(got->ns_len, want->ns_len);
+    assert_memory_equal(got->ns, want->ns, want->ns_len);
+    assert_int_equal(got->service_len, want->service_len);
+    assert_memory_equal(got->service, want->service, want->service_len);
+    assert_int_equal(got->pod_len, want->pod_len);
+    assert_memory_equal(got->pod, want->pod, want->pod_len);
+    assert_int_equal(got->restart_ms, want->restart_ms);
+    assert_int_equal(got->method_id, want->method_id);
+    assert_int_equal(got->method_len, want->method_len);
+    assert_memory_equal(got->method, want->method, want->method_len);
+    assert_int_equal(got->thread_len, want->thread_len);
+    assert_memory_equal(got->thread, want->thread, want->thread_len);
+    assert_int_equal(got->params_json_len, want->params_json_len);
+    assert_memory_equal(got->params_json, want->params_json, want->params_json_len);
+    assert_int_equal(got->error, want->error);
+    assert_int_equal(got->trace_file_index, want->trace_file_index);
+    assert_int_equal(got->buffer_offset, want->buffer_offset);
+    assert_int_equal(got->record_index, want->record_index);
+    if (want->trace_reason) assert_string_equal(got->trace_reason, want->trace_reason);
+    else assert_null(got->trace_reason);
+    if (with_trace && want->trace) {
+        assert_int_equal(got->trace_len, want->trace_len);
+        assert_memory_equal(got->trace, want->trace, want->trace_len);
+    } else {
+        assert_null(got->trace);
+    }
+}
+
+typedef struct got {
+    const fixture *fx;
+    size_t *idx; /* record_index of each row, in order */
+    size_t n, cap;
+    int with_trace;
+    cp_sort_key last; /* key of the last row (for paging) */
+    cp_sort_col col;
+    int desc;
+} got;
+
+static void key_of(const cp_call *c, cp_sort_col col, int desc, cp_sort_key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->col = col;
+    k->desc = desc;
+    if (cp_sort_is_text(col)) {
+        size_t len;
+        const char *t = text_of(c, col, &len);
+        k->text_len = len < sizeof k->text ? len : sizeof k->text - 1;
+        memcpy(k->text, t, k->text_len);
+    } else {
+        k->num = num_of(c, col);
+    }
+    cp_call_ref_of(c, &k->ref);
+}
+
+static int on_row(void *ud, const cp_call *c)
+{
+    got *g = ud;
+    assert_true(c->record_index >= 0 && (size_t)c->record_index < g->fx->n);
+    assert_call_equal(&g->fx->calls[c->record_index].c, c, g->with_trace);
+    if (g->n == g->cap) {
+        g->cap = g->cap ? g->cap * 2 : 64;
+        g->idx = realloc(g->idx, g->cap * sizeof *g->idx);
+    }
+    g->idx[g->n++] = (size_t)c->record_index;
+    key_of(c, g->col, g->desc, &g->last);
+    return 0;
+}
+
+static void search_ok(const fixture *fx, const cp_call_filter *f, got *g, cp_search_stats *st)
+{
+    g->fx = fx;
+    g->col = f->sort;
+    g->desc = f->desc;
+    int rc = cp_reader_search(fx->rd, f, on_row, g, st);
+    if (rc != CP_OK) fail_msg("search: %d %s", rc, cp_reader_errmsg(fx->rd));
+}
+
+static cp_call_filter all_calls(size_t limit)
+{
+    cp_call_filter f;
+    memset(&f, 0, sizeof f);
+    f.from_ms = 0;
+    f.to_ms = INT64_MAX;
+    f.max_duration_ms = INT64_MAX;
+    f.sort = CP_SORT_TS;
+    f.desc = 1;
+    f.limit = limit;
+    return f;
+}
+
+/* The first f->limit rows equal the reference's; more is right. Returns the total the
+ * reference selects. */
+static size_t check_page(const fixture *fx, const cp_call_filter *f)
+{
+    tcall **want;
+    size_t n = expected(fx, f, &want);
+    got g = {0};
+    cp_search_stats st;
+    search_ok(fx, f, &g, &st);
+    size_t page = n < f->limit ? n : f->limit;
+    assert_int_equal(g.n, page);
+    for (size_t i = 0; i < page; i++) assert_int_equal(g.idx[i], (size_t)want[i]->c.record_index);
+    assert_int_equal(st.more, n > f->limit);
+    assert_int_equal(st.partial, 0);
+    free(g.idx);
+    free(want);
+    return n;
+}
+
+/* Pages through everything f selects with the keyset: every row exactly once, in order. */
+static void check_paging(const fixture *fx, cp_call_filter f, size_t page)
+{
+    tcall **want;
+    size_t n = expected(fx, &f, &want);
+    got all = {0};
+    f.limit = page;
+    cp_sort_key key;
+    for (size_t pages = 0;; pages++) {
+        assert_true(pages <= n / page + 1);
+        got g = {0};
+        cp_search_stats st;
+        search_ok(fx, &f, &g, &st);
+        for (size_t i = 0; i < g.n; i++) {
+            assert_true(all.n < n);
+            assert_int_equal(g.idx[i], (size_t)want[all.n]->c.record_index);
+            all.n++;
+        }
+        if (!st.more) {
+            free(g.idx);
+            break;
+        }
+        assert_int_equal(g.n, page);
+        key = g.last;
+        f.after = &key;
+        free(g.idx);
+    }
+    assert_int_equal(all.n, n);
+    free(want);
+}
+
+/* ---- tests: search ---------------------------------------------------------------------------- */
+
+static void test_search_filters(void **state)
+{
+    fixture *fx = *state;
+    cp_call_filter f = all_calls(NCALLS + 10);
+    assert_int_equal(check_page(fx, &f), NCALLS);
+
+    /* a range cutting windows at both ends (and one empty range) */
+    f.from_ms = T2023 + 7 * MIN_MS + 1234;
+    f.to_ms = T2023 + 16 * MIN_MS + 500;
+    size_t n = check_page(fx, &f);
+    assert_true(n > 100 && n < NCALLS / 2);
+    f.from_ms = T2023 + 40 * MIN_MS;
+    f.to_ms = T2023 + 50 * MIN_MS;
+    assert_int_equal(check_page(fx, &f), 0);
+    f.from_ms = 0;
+    f.to_ms = INT64_MAX;
+
+    f.ns = "ns-b";
+    n = check_page(fx, &f);
+    assert_true(n > 0 && n < NCALLS);
+    f.ns = NULL;
+    f.service = "svc-1";
+    assert_true(check_page(fx, &f) > 0);
+    f.service = NULL;
+    f.pod = "pod-1"; /* in two namespaces */
+    assert_true(check_page(fx, &f) > 0);
+    f.ns = "ns-a";
+    assert_true(check_page(fx, &f) > 0);
+    f.ns = NULL;
+    f.pod = "nope";
+    assert_int_equal(check_page(fx, &f), 0);
+    f.pod = NULL;
+
+    f.min_duration_ms = 1000;
+    assert_true(check_page(fx, &f) > 0);
+    f.max_duration_ms = 1500;
+    assert_true(check_page(fx, &f) > 0);
+    f.min_duration_ms = 0;
+    f.max_duration_ms = 1;
+    assert_true(check_page(fx, &f) > 0);
+    f.max_duration_ms = INT64_MAX;
+
+    f.errors_only = 1;
+    assert_true(check_page(fx, &f) > 0);
+    f.errors_only = 0;
+
+    f.method_substr = "ORDERservice"; /* case-insensitive, both spellings */
+    n = check_page(fx, &f);
+    assert_true(n > 0);
+    f.method_substr = "\xc3\x9cnicode";
+    assert_true(check_page(fx, &f) > 0);
+    f.method_substr = "%"; /* not a LIKE pattern */
+    assert_int_equal(check_page(fx, &f), 0);
+    f.method_substr = NULL;
+
+    matcher m = {"user-7\"", 0};
+    f.match = match_params;
+    f.match_ud = &m;
+    n = check_page(fx, &f);
+    assert_true(n > 0 && m.calls >= n);
+    /* everything at once */
+    f.ns = "ns-a";
+    f.min_duration_ms = 10;
+    f.from_ms = T2026 + 3 * MIN_MS;
+    f.to_ms = T2026 + 27 * MIN_MS;
+    f.method_substr = "order";
+    check_page(fx, &f);
+    f.sort = CP_SORT_DURATION;
+    check_page(fx, &f);
+}
+
+/* Every sort column both ways: the first page, and paging through a filtered set. */
+static void test_sort_columns(void **state)
+{
+    fixture *fx = *state;
+    for (int col = 0; col < CP_SORT_COUNT; col++) {
+        for (int desc = 0; desc < 2; desc++) {
+            cp_call_filter f = all_calls(50);
+            f.sort = (cp_sort_col)col;
+            f.desc = desc;
+            check_page(fx, &f);
+            f.from_ms = T2023 + 3 * MIN_MS + 17; /* cuts windows */
+            f.to_ms = T2026 + 22 * MIN_MS;
+            f.min_duration_ms = 3; /* drops the many 0..2 ms ties */
+            check_paging(fx, f, 97);
+        }
+    }
+}
+
+/* Paging through everything with ties everywhere, in the indexed orders and a text one. */
+static void test_keyset_all_rows(void **state)
+{
+    fixture *fx = *state;
+    static const cp_sort_col cols[] = {CP_SORT_TS, CP_SORT_DURATION, CP_SORT_METHOD, CP_SORT_ERROR};
+    for (size_t i = 0; i < CP_ARRAY_LEN(cols); i++) {
+        for (int desc = 0; desc < 2; desc++) {
+            cp_call_filter f = all_calls(0);
+            f.sort = cols[i];
+            f.desc = desc;
+            check_paging(fx, f, 113);
+            if (cols[i] == CP_SORT_TS || cols[i] == CP_SORT_DURATION) check_paging(fx, f, 1);
+        }
+    }
+}
+
+static void test_limit_more(void **state)
+{
+    fixture *fx = *state;
+    cp_call_filter f = all_calls(NCALLS);
+    check_page(fx, &f); /* exactly all: more = 0 */
+    f.limit = NCALLS - 1;
+    check_page(fx, &f); /* one short: more = 1 */
+    f.limit = 0;
+    got g = {0};
+    cp_search_stats st;
+    search_ok(fx, &f, &g, &st);
+    assert_int_equal(g.n, 0);
+    assert_int_equal(st.more, 1);
+    f.limit = 1000000; /* over the reader's bound */
+    assert_int_equal(cp_reader_search(fx->rd, &f, on_row, &g, &st), CP_EINVAL);
+    /* a keyset of another sort order is refused */
+    cp_sort_key k;
+    key_of(&fx->calls[0].c, CP_SORT_DURATION, 1, &k);
+    f.limit = 10;
+    f.after = &k;
+    assert_int_equal(cp_reader_search(fx->rd, &f, on_row, &g, &st), CP_EINVAL);
+    free(g.idx);
+}
+
+static int stop_at_3(void *ud, const cp_call *c)
+{
+    (void)c;
+    size_t *n = ud;
+    return ++*n == 3 ? 77 : 0;
+}
+
+static void test_callback_stop(void **state)
+{
+    fixture *fx = *state;
+    cp_call_filter f = all_calls(100);
+    size_t n = 0;
+    assert_int_equal(cp_reader_search(fx->rd, &f, stop_at_3, &n, NULL), 77);
+    assert_int_equal(n, 3);
+    /* the reader is usable afterwards */
+    check_page(fx, &f);
+}
+
+static void test_max_scan(void **state)
+{
+    fixture *fx = *state;
+    matcher m = {"user", 0};
+    cp_call_filter f = all_calls(NCALLS);
+    f.sort = CP_SORT_CPU; /* no index: every row of every window goes through cp_match */
+    f.match = match_params;
+    f.match_ud = &m;
+    f.max_scan = 300;
+    got g = {0};
+    cp_search_stats st;
+    search_ok(fx, &f, &g, &st);
+    assert_int_equal(st.partial, 1);
+    assert_int_equal(st.more, 1);
+    assert_true(st.scanned <= 300);
+    assert_true(m.calls <= 300);
+    assert_true(g.n < NCALLS);
+    /* what came back is in order and matches */
+    order o = {f.sort, f.desc};
+    for (size_t i = 1; i < g.n; i++) {
+        tcall *a = &fx->calls[g.idx[i - 1]], *b = &fx->calls[g.idx[i]];
+        assert_true(call_cmp(&a, &b, &o) < 0);
+    }
+    free(g.idx);
+    /* with a budget that is large enough nothing is partial; stats count what went
+     * through cp_match */
+    f.max_scan = 100000;
+    f.sort = CP_SORT_TS;
+    f.pod = "pod-2";
+    f.limit = 5;
+    m.calls = 0;
+    g = (got){0};
+    search_ok(fx, &f, &g, &st);
+    assert_int_equal(st.partial, 0);
+    assert_int_equal(g.n, 5);
+    assert_int_equal(st.scanned, m.calls);
+    assert_true(st.windows >= 1 && st.windows < 10);
+    free(g.idx);
+}
+
+/* A time-sorted first page opens only the windows it needs. */
+static void test_lazy_windows(void **state)
+{
+    fixture *fx = *state;
+    cp_call_filter f = all_calls(10);
+    got g = {0};
+    cp_search_stats st;
+    search_ok(fx, &f, &g, &st);
+    assert_int_equal(g.n, 10);
+    assert_true(st.windows <= 2);
+    free(g.idx);
+    f.sort = CP_SORT_DURATION;
+    g = (got){0};
+    search_ok(fx, &f, &g, &st);
+    assert_int_equal(st.windows, 10); /* 4 + 6 windows with rows */
+    free(g.idx);
+}
+
+/* ---- tests: get, pods, bounds ------------------------------------------------------------------ */
+
+static int on_get(void *ud, const cp_call *c)
+{
+    got *g = ud;
+    return on_row(g, c);
+}
+
+static void test_get(void **state)
+{
+    fixture *fx = *state;
+    for (size_t i = 0; i < fx->n; i += 7) {
+        const cp_call *c = &fx->calls[i].c;
+        cp_call_ref ref;
+        cp_call_ref_of(c, &ref);
+        for (int wt = 0; wt < 2; wt++) {
+            got g = {.fx = fx, .with_trace = wt};
+            int rc = cp_reader_get(fx->rd, &ref, wt, on_get, &g);
+            if (rc != CP_OK) fail_msg("get: %s", cp_reader_errmsg(fx->rd));
+            assert_int_equal(g.n, 1);
+            assert_int_equal(g.idx[0], i);
+            free(g.idx);
+        }
+    }
+    cp_call_ref ref;
+    cp_call_ref_of(&fx->calls[0].c, &ref);
+    got g = {.fx = fx};
+    ref.pod_hash ^= 1;
+    assert_int_equal(cp_reader_get(fx->rd, &ref, 1, on_get, &g), CP_ENOTFOUND);
+    ref.pod_hash ^= 1;
+    ref.ts_ms += 3600000000LL; /* no window there */
+    assert_int_equal(cp_reader_get(fx->rd, &ref, 1, on_get, &g), CP_ENOTFOUND);
+    assert_int_equal(g.n, 0);
+}
+
+typedef struct podrows {
+    char name[16][64];
+    int64_t restart[16], calls[16], first[16], last[16];
+    size_t n;
+} podrows;
+
+static int on_pod(void *ud, const cp_pod_row *p)
+{
+    podrows *r = ud;
+    assert_true(r->n < 16);
+    snprintf(r->name[r->n], sizeof r->name[0], "%s/%s/%s", p->ns, p->service, p->pod);
+    r->restart[r->n] = p->restart_ms;
+    r->calls[r->n] = p->calls;
+    r->first[r->n] = p->first_ms;
+    r->last[r->n] = p->last_ms;
+    r->n++;
+    return 0;
+}
+
+/* Calls of a pod restart in the windows overlapping [from, to) (window granularity). */
+static int64_t pod_calls(const fixture *fx, const cp_catalog_pod *p, int64_t from, int64_t to)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < fx->n; i++) {
+        const cp_call *c = &fx->calls[i].c;
+        int64_t ws = c->ts_ms - c->ts_ms % (5 * MIN_MS);
+        if (strcmp(c->ns, p->ns) || strcmp(c->pod, p->pod) || c->restart_ms != p->restart_ms) continue;
+        if (ws < to && ws + 5 * MIN_MS > from) n++;
+    }
+    return n;
+}
+
+static void test_pods(void **state)
+{
+    fixture *fx = *state;
+    /* 2023: no restart was active then (they registered in 2026), found through their calls;
+     * a range inside one window counts the whole window */
+    int64_t ranges[][2] = {{T2023, T2023 + 20 * MIN_MS}, {T2023 + 6 * MIN_MS, T2023 + 7 * MIN_MS}};
+    for (size_t k = 0; k < CP_ARRAY_LEN(ranges); k++) {
+        podrows r = {0};
+        assert_int_equal(cp_reader_pods(fx->rd, ranges[k][0], ranges[k][1], on_pod, &r), CP_OK);
+        assert_int_equal(r.n, 4);
+        /* ordered by namespace, service, pod, restart */
+        assert_string_equal(r.name[0], "ns-a/svc-1/pod-1");
+        assert_string_equal(r.name[1], "ns-a/svc-1/pod-1");
+        assert_true(r.restart[0] < r.restart[1]);
+        assert_string_equal(r.name[2], "ns-a/svc-1/pod-2");
+        assert_string_equal(r.name[3], "ns-b/svc-2/pod-1");
+        const int map[4] = {0, 1, 2, 3};
+        for (size_t i = 0; i < 4; i++) {
+            assert_int_equal(r.calls[i], pod_calls(fx, &pods[map[i]].p, ranges[k][0], ranges[k][1]));
+            assert_true(r.calls[i] > 0);
+            assert_int_equal(r.first[i], pods[map[i]].p.restart_ms);
+        }
+    }
+    /* 2026 + 1 h: every restart is active (registered, last active at T2026 + 2 h), the idle
+     * pod has no calls, none falls in that range */
+    podrows r = {0};
+    assert_int_equal(cp_reader_pods(fx->rd, T2026 + 3600000, T2026 + 3700000, on_pod, &r), CP_OK);
+    assert_int_equal(r.n, 5);
+    assert_string_equal(r.name[3], "ns-b/svc-2/idle");
+    for (size_t i = 0; i < r.n; i++) assert_int_equal(r.calls[i], 0);
+    assert_int_equal(r.last[0], T2026 + 7200000);
+    /* long before anything */
+    r = (podrows){0};
+    assert_int_equal(cp_reader_pods(fx->rd, 1000, 2000, on_pod, &r), CP_OK);
+    assert_int_equal(r.n, 0);
+}
+
+static void test_bounds(void **state)
+{
+    fixture *fx = *state;
+    int64_t lo = INT64_MAX, hi = 0, a, b;
+    for (size_t i = 0; i < fx->n; i++) {
+        if (fx->calls[i].c.ts_ms < lo) lo = fx->calls[i].c.ts_ms;
+        if (fx->calls[i].c.ts_ms > hi) hi = fx->calls[i].c.ts_ms;
+    }
+    assert_int_equal(cp_reader_bounds(fx->rd, &a, &b), CP_OK);
+    assert_int_equal(a, lo);
+    assert_int_equal(b, hi);
+}
+
+/* ---- tests: the writer's tables ----------------------------------------------------------------- */
+
+static sqlite3 *raw_open(const char *path)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_busy_timeout(db, 5000);
+    return db;
+}
+
+static int64_t q_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+static void test_tables_and_inventory(void **state)
+{
+    fixture *fx = *state;
+    sqlite3 *db = raw_open(fx->db);
+    /* 2023 windows made on the spot, named by their UTC start */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_name LIKE 'calls_20230301_%'"), 4);
+    assert_int_equal(q_int(db, "SELECT start_time FROM inventory WHERE table_name = 'calls_20230301_1005'"),
+                     T2023 + 5 * MIN_MS);
+    assert_int_equal(q_int(db, "SELECT end_time FROM inventory WHERE table_name = 'traces_20230301_1005'"),
+                     T2023 + 10 * MIN_MS);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status <> 'ready'"), 0);
+    /* rows_count = rows of each table, calls and traces */
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT table_name, rows_count FROM inventory", -1, &s, NULL), SQLITE_OK);
+    int64_t calls = 0, traces = 0, want_traces = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        char sql[128];
+        const char *name = (const char *)sqlite3_column_text(s, 0);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", name);
+        int64_t rows = q_int(db, sql);
+        assert_int_equal(sqlite3_column_int64(s, 1), rows);
+        if (!strncmp(name, "calls_", 6)) calls += rows;
+        else traces += rows;
+    }
+    sqlite3_finalize(s);
+    for (size_t i = 0; i < fx->n; i++) want_traces += fx->calls[i].c.trace != NULL;
+    assert_int_equal(calls, NCALLS);
+    assert_int_equal(traces, want_traces);
+    /* call_counts add up */
+    assert_int_equal(q_int(db, "SELECT sum(calls) FROM call_counts"), NCALLS);
+    /* the indexes the reader relies on */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'calls_20230301_1005_duration'"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'calls_20230301_1005_time'"), 1);
+    sqlite3_close(db);
+}
+
+static void test_windows_prepare(void **state)
+{
+    (void)state;
+    fixture fx = {0};
+    fixture_dir(&fx, "hotprep");
+    open_catalog(&fx);
+    assert_int_equal(cp_catalog_set_windows(fx.cat, 7 * MIN_MS, 0), CP_EINVAL); /* does not divide a day */
+    assert_int_equal(cp_catalog_set_windows(fx.cat, 0, 0), CP_EINVAL);
+    assert_int_equal(cp_catalog_set_windows(fx.cat, 5 * MIN_MS, 3 * 3600000LL), CP_OK);
+    int64_t now = T2026 - 12 * 3600000LL; /* 2026-01-01 00:00 */
+    for (int round = 0; round < 3; round++) { /* idempotent */
+        assert_int_equal(cp_catalog_windows_prepare(fx.cat, now), CP_OK);
+        assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    }
+    sqlite3 *db = raw_open(fx.db);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'calls' AND status = 'ready'"), 36);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'traces' AND status = 'ready'"), 36);
+    assert_int_equal(q_int(db, "SELECT count(DISTINCT uuid) FROM inventory"), 72);
+    assert_int_equal(q_int(db, "SELECT min(start_time) FROM inventory"), now);
+    assert_int_equal(q_int(db, "SELECT max(end_time) FROM inventory"), now + 3 * 3600000LL);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_name = 'calls_20260101_0255'"), 1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name LIKE 'calls_2026%'"), 36);
+    assert_int_equal(q_int(db, "SELECT sum(rows_count) FROM inventory"), 0);
+    sqlite3_close(db);
+    /* a new catalog on the same file knows them (from inventory) */
+    cp_catalog_close(fx.cat);
+    open_catalog(&fx);
+    assert_int_equal(cp_catalog_windows_prepare(fx.cat, now + 150000), CP_OK); /* not aligned: one more */
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    db = raw_open(fx.db);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'calls'"), 37);
+    sqlite3_close(db);
+    /* an empty catalog: no bounds, nothing found */
+    open_reader(&fx);
+    int64_t a = 1, b = 1;
+    assert_int_equal(cp_reader_bounds(fx.rd, &a, &b), CP_OK);
+    assert_int_equal(a, 0);
+    assert_int_equal(b, 0);
+    cp_call_filter f = all_calls(10);
+    got g = {0};
+    cp_search_stats st;
+    search_ok(&fx, &f, &g, &st);
+    assert_int_equal(g.n, 0);
+    assert_int_equal(st.windows, 0); /* empty windows are skipped */
+    cp_reader_close(fx.rd);
+    cp_catalog_close(fx.cat);
+    remove_tree(fx.dir);
+    free(fx.dir);
+}
+
+/* Window length change: a longer window starting where a shorter one did is extended,
+ * and overlaps the next short one; rows of equal time in both are merged by the ref. */
+static void test_window_length_change(void **state)
+{
+    (void)state;
+    fixture fx = {0};
+    fixture_dir(&fx, "hotlen");
+    open_catalog(&fx);
+    uint64_t rng = 7;
+    fx.n = 40;
+    fx.calls = calloc(fx.n, sizeof *fx.calls);
+    for (size_t i = 0; i < fx.n; i++) {
+        make_call(&fx.calls[i], i, &rng);
+        /* the first at 12:00:01; the others at 12:06 or 12:08 sharp */
+        fx.calls[i].c.ts_ms = i == 0 ? T2026 + 1000 : T2026 + (i % 2 ? 6 : 8) * MIN_MS;
+        fx.calls[i].c.duration_ms = (int32_t)(i % 3);
+        fx.calls[i].c.trace_file_index = 1; /* ties down to record_index */
+        fx.calls[i].c.buffer_offset = (int32_t)(i % 4 / 2);
+    }
+    for (size_t i = 0; i < 20; i++) put_ok(fx.cat, &fx.calls[i].c); /* 5-minute windows 12:00, 12:05 */
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    cp_catalog_close(fx.cat);
+    open_catalog(&fx);
+    assert_int_equal(cp_catalog_set_windows(fx.cat, 10 * MIN_MS, 0), CP_OK);
+    for (size_t i = 20; i < 40; i++) put_ok(fx.cat, &fx.calls[i].c); /* into 12:00, now 10 minutes */
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    open_reader(&fx);
+    sqlite3 *db = raw_open(fx.db);
+    assert_int_equal(q_int(db, "SELECT end_time FROM inventory WHERE table_name = 'calls_20260101_1200'"),
+                     T2026 + 10 * MIN_MS);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200"), 21);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1205"), 19);
+    sqlite3_close(db);
+    static const cp_sort_col cols[] = {CP_SORT_TS, CP_SORT_DURATION, CP_SORT_POD};
+    for (size_t i = 0; i < CP_ARRAY_LEN(cols); i++) {
+        for (int desc = 0; desc < 2; desc++) {
+            cp_call_filter f = all_calls(0);
+            f.sort = cols[i];
+            f.desc = desc;
+            check_paging(&fx, f, 1);
+            check_paging(&fx, f, 7);
+            f.from_ms = T2026 + 6 * MIN_MS;
+            check_paging(&fx, f, 3);
+        }
+    }
+    int64_t a, b;
+    assert_int_equal(cp_reader_bounds(fx.rd, &a, &b), CP_OK);
+    assert_int_equal(a, T2026 + 1000);
+    assert_int_equal(b, T2026 + 8 * MIN_MS);
+    cp_reader_close(fx.rd);
+    cp_catalog_close(fx.cat);
+    remove_tree(fx.dir);
+    free(fx.dir);
+    free(fx.calls);
+}
+
+/* Migration 1's SQL, verbatim (migrations are never edited, so this copy stays right): a
+ * catalog as the previous release left it. */
+static const char migration1[] =
+    "CREATE TABLE pods ("
+    "  namespace TEXT NOT NULL, service_name TEXT NOT NULL, pod_name TEXT NOT NULL,"
+    "  active_since INTEGER, last_restart INTEGER, last_active INTEGER,"
+    "  tags TEXT NOT NULL DEFAULT '{}', pod_id TEXT NOT NULL,"
+    "  UNIQUE (namespace, pod_name));"
+    "CREATE INDEX pods_pod_id ON pods (pod_id);"
+    "CREATE TABLE pod_restarts ("
+    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, namespace TEXT NOT NULL,"
+    "  service_name TEXT NOT NULL, pod_id TEXT NOT NULL, active_since INTEGER, last_active INTEGER,"
+    "  UNIQUE (pod_id, restart_time));"
+    "CREATE TABLE dictionary ("
+    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, position INTEGER NOT NULL,"
+    "  pod_id TEXT NOT NULL, tag TEXT NOT NULL,"
+    "  UNIQUE (pod_id, restart_time, position));"
+    "CREATE TABLE params ("
+    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, param_name TEXT NOT NULL,"
+    "  param_index INTEGER NOT NULL, param_list INTEGER NOT NULL, param_order INTEGER NOT NULL,"
+    "  signature TEXT NOT NULL, pod_id TEXT NOT NULL,"
+    "  UNIQUE (pod_id, restart_time, param_name));"
+    "CREATE TABLE dumps ("
+    "  uuid INTEGER PRIMARY KEY AUTOINCREMENT, created_time INTEGER, namespace TEXT,"
+    "  service_name TEXT, pod_name TEXT, pod_type TEXT, restart_time INTEGER, dump_type TEXT,"
+    "  bytes_size INTEGER, info TEXT, binary_data BLOB);"
+    "CREATE TABLE s3_files ("
+    "  uuid TEXT PRIMARY KEY, start_time INTEGER, end_time INTEGER, file_type TEXT, dump_type TEXT,"
+    "  namespace TEXT, duration_range INTEGER, file_name TEXT,"
+    "  status TEXT CHECK (status IN ('creating','created','transferring','completed','to_delete')),"
+    "  services TEXT, created_time INTEGER, api_version TEXT, rows_count INTEGER, file_size INTEGER,"
+    "  remote_storage_path TEXT, local_file_path TEXT);"
+    "CREATE TABLE inventory ("
+    "  uuid TEXT PRIMARY KEY, start_time INTEGER, end_time INTEGER,"
+    "  status TEXT CHECK (status IN ('creating','ready','persisting','persisted','to_delete')),"
+    "  table_type TEXT, table_name TEXT, created_time INTEGER, rows_count INTEGER,"
+    "  table_size INTEGER, total_table_size INTEGER);"
+    "CREATE TABLE streams ("
+    "  pod_id TEXT NOT NULL, restart_time INTEGER NOT NULL, stream TEXT NOT NULL,"
+    "  file_index INTEGER NOT NULL, handle TEXT NOT NULL, rotation_period INTEGER NOT NULL,"
+    "  rotation_size INTEGER NOT NULL, opened_ms INTEGER NOT NULL, closed_ms INTEGER,"
+    "  bytes INTEGER NOT NULL DEFAULT 0,"
+    "  status TEXT NOT NULL CHECK (status IN ('open','closed','failed')),"
+    "  error TEXT, path TEXT NOT NULL,"
+    "  UNIQUE (pod_id, restart_time, stream, file_index));";
+
+static void test_migration_from_v1(void **state)
+{
+    (void)state;
+    fixture fx = {0};
+    fixture_dir(&fx, "hotmig");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(fx.db, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "PRAGMA journal_mode = WAL;"
+                                  "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL);"
+                                  "INSERT INTO schema_migrations VALUES (1, 1);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, migration1, NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO pods VALUES ('ns-a','svc-1','pod-1',1,1,1,'{}','ns-a/pod-1');"
+                                  "INSERT INTO pod_restarts VALUES ('pod-1',5,'ns-a','svc-1','ns-a/pod-1',5,6);",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    /* a reader refuses a catalog without the hot tier */
+    char err[256];
+    cp_reader *rd = NULL;
+    assert_int_equal(cp_reader_open_sqlite(fx.db, &rd, err, sizeof err), CP_EINVAL);
+    assert_null(rd);
+    assert_non_null(strstr(err, "version 1"));
+
+    open_catalog(&fx);
+    assert_int_equal(cp_catalog_sqlite_schema_version(), 2);
+    db = raw_open(fx.db);
+    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 2);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM pods"), 1);
+    sqlite3_close(db);
+    uint64_t rng = 9;
+    tcall t;
+    make_call(&t, 0, &rng);
+    put_ok(fx.cat, &t.c);
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    fx.calls = &t;
+    fx.n = 1;
+    open_reader(&fx);
+    cp_call_filter f = all_calls(10);
+    assert_int_equal(check_page(&fx, &f), 1);
+    cp_reader_close(fx.rd);
+    cp_catalog_close(fx.cat);
+    /* opening again applies nothing */
+    open_catalog(&fx);
+    cp_catalog_close(fx.cat);
+    remove_tree(fx.dir);
+    free(fx.dir);
+}
+
+/* A reader sees what the writer committed, never its open transaction. */
+static void test_reader_isolation(void **state)
+{
+    (void)state;
+    fixture fx = {0};
+    fixture_dir(&fx, "hotiso");
+    open_catalog(&fx);
+    fx.n = 200;
+    fx.calls = calloc(fx.n, sizeof *fx.calls);
+    uint64_t rng = 5;
+    for (size_t i = 0; i < fx.n; i++) make_call(&fx.calls[i], i, &rng);
+    for (size_t i = 0; i < 100; i++) put_ok(fx.cat, &fx.calls[i].c);
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    open_reader(&fx);
+    for (size_t i = 100; i < 200; i++) put_ok(fx.cat, &fx.calls[i].c); /* uncommitted */
+    cp_call_filter f = all_calls(1000);
+    fx.n = 100; /* the reference: the committed half only */
+    assert_int_equal(check_page(&fx, &f), 100);
+    podrows r = {0};
+    assert_int_equal(cp_reader_pods(fx.rd, 0, INT64_MAX, on_pod, &r), CP_OK);
+    int64_t total = 0;
+    for (size_t i = 0; i < r.n; i++) total += r.calls[i];
+    assert_int_equal(total, 100);
+    cp_call_ref ref;
+    cp_call_ref_of(&fx.calls[150].c, &ref);
+    got g = {.fx = &fx};
+    assert_int_equal(cp_reader_get(fx.rd, &ref, 0, on_get, &g), CP_ENOTFOUND);
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    fx.n = 200;
+    assert_int_equal(check_page(&fx, &f), 200);
+    cp_reader_close(fx.rd);
+    cp_catalog_close(fx.cat);
+    remove_tree(fx.dir);
+    free(fx.dir);
+    free(fx.calls);
+}
+
+/* Calls outside the nameable range are refused, and do not break the batch. */
+static void test_bad_times(void **state)
+{
+    (void)state;
+    fixture fx = {0};
+    fixture_dir(&fx, "hotbad");
+    open_catalog(&fx);
+    uint64_t rng = 3;
+    tcall t;
+    make_call(&t, 0, &rng);
+    int64_t good = t.c.ts_ms;
+    t.c.ts_ms = -1;
+    assert_int_equal(cp_catalog_call_put(fx.cat, &t.c), CP_EINVAL);
+    t.c.ts_ms = 253402300800000LL; /* year 10000 */
+    assert_int_equal(cp_catalog_call_put(fx.cat, &t.c), CP_EINVAL);
+    t.c.ts_ms = good;
+    put_ok(fx.cat, &t.c);
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    fx.calls = &t;
+    fx.n = 1;
+    open_reader(&fx);
+    cp_call_filter f = all_calls(10);
+    assert_int_equal(check_page(&fx, &f), 1);
+    cp_reader_close(fx.rd);
+    cp_catalog_close(fx.cat);
+    remove_tree(fx.dir);
+    free(fx.dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest shared[] = {
+        cmocka_unit_test(test_search_filters),  cmocka_unit_test(test_sort_columns),
+        cmocka_unit_test(test_keyset_all_rows), cmocka_unit_test(test_limit_more),
+        cmocka_unit_test(test_callback_stop),   cmocka_unit_test(test_max_scan),
+        cmocka_unit_test(test_lazy_windows),    cmocka_unit_test(test_get),
+        cmocka_unit_test(test_pods),            cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_tables_and_inventory),
+    };
+    const struct CMUnitTest alone[] = {
+        cmocka_unit_test(test_windows_prepare),   cmocka_unit_test(test_window_length_change),
+        cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_reader_isolation),
+        cmocka_unit_test(test_bad_times),
+    };
+    int failed = cmocka_run_group_tests_name("hot (shared data set)", shared, group_setup, group_teardown);
+    return failed + cmocka_run_group_tests_name("hot", alone, NULL, NULL);
+}
