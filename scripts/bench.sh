@@ -9,7 +9,7 @@
 #                         [--ingest INGEST_ARGS...]
 #   --json          every benchmark prints JSON on stdout (one object each, in order);
 #                   the header and progress go to stderr
-#   --quick         bench/ingest.sh --quick (5 s runs)
+#   --quick         bench/ingest.sh --quick (5 s runs), bench_hot --quick (1M calls)
 #   --only NAMES    comma list of benchmarks to run: decode, connections, ingest, ...
 #   --skip NAMES    comma list of benchmarks not to run
 #   ARGS            go to every bench_<name> program, e.g. --min-time 0.2 (flags only
@@ -17,6 +17,8 @@
 #   --ingest ...    everything after it goes to bench/ingest.sh (see bench/ingest.sh --help)
 # bench_nullsink is not a benchmark but the baseline collector bench/ingest.sh starts;
 # bench_connections pins its server and itself, so it runs unpinned.
+# bench_hot (the hot tier: inserts, then query latency) writes 10M calls, about 17 GB at its
+# peak, into a temporary catalog under $TMPDIR and takes a few minutes; --quick: 1M.
 # env:   CP_FIXTURES_DIR   fixtures folder (default ../shared/fixtures beside the repo)
 #        CP_BENCH_BUILD    build directory (default build-bench)
 #        CP_INGEST_*       bench/ingest.sh settings (duration, agents, ...; see its --help)
@@ -30,12 +32,12 @@ helpers=(nullsink)        # bench/*.c programs that other benchmarks drive, not 
 self_pinned=(connections) # start a server themselves and pin both sides: run unpinned
 
 json=0 only="" skip=""
-prog_args=() ingest_args=()
+prog_args=() ingest_args=() hot_args=()
 while (($#)); do
     case $1 in
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     --json) json=1; prog_args+=("$1"); ingest_args+=("$1") ;;
-    --quick) ingest_args+=("$1") ;;
+    --quick) ingest_args+=("$1"); hot_args+=("$1") ;;
     --only) (($# >= 2)) || { echo "bench: --only needs a value" >&2; exit 2; }; only=$2; shift ;;
     --skip) (($# >= 2)) || { echo "bench: --skip needs a value" >&2; exit 2; }; skip=$2; shift ;;
     --ingest) shift; ingest_args+=("$@"); break ;;
@@ -118,7 +120,9 @@ for b in "${benches[@]}"; do
     rc=0
     p=("${pin[@]}")
     [[ " ${self_pinned[*]} " == *" ${b#bench_} "* ]] && p=()
-    "${p[@]}" "$build/bench/$b" "${prog_args[@]}" >&3 || rc=$?
+    extra=()
+    [[ $b == bench_hot ]] && extra=("${hot_args[@]}")
+    "${p[@]}" "$build/bench/$b" "${prog_args[@]}" "${extra[@]}" >&3 || rc=$?
     if ((rc != 0)); then echo "bench: $b exited with $rc"; status=1; fi
 done
 if ((run_ingest)); then

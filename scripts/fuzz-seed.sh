@@ -109,4 +109,37 @@ mkdir -p "$cap"
     head -c 200 "$v2/client-to-server.bin"
 } >"$cap/seed-split-short"
 
+# query parsers: the texts a query string carries (durations, searches, sort names, ids)
+q=$root/fuzz/corpus-query
+mkdir -p "$q"
+printf '%s' '>=500ms' >"$q/seed-duration"
+printf '%s' '100ms...2s' >"$q/seed-range"
+printf '%s' "+abcde sysadm -'test page' \$nc.user=\"a b\" \$method=health" >"$q/seed-search"
+printf '%s' '{"web.url":["http://x/a?b=1"],"_hidden":["x\"y\\u00e9"]}' >"$q/seed-params"
+printf '%s' '-duration_ms' >"$q/seed-sort"
+printf '%s' '1690201583767-1690201577000-1-8-0-00ff00ff00ff00ff' >"$q/seed-id"
+
+# trace blobs (cp_model.h): one call -- ENTER 5, a tag, an sql reference, EXIT -- with two
+# words, the resolved sql value and a pause. Varints here are all single bytes.
+b=$root/fuzz/corpus-blob
+mkdir -p "$b"
+trace=$(mktemp)
+{
+    be32 0; be32 1000                    # timer start
+    be32 0; be32 7; be32 0; be32 1000    # chunk: thread 7, chunk time
+    hex 80 01 05                         # ENTER, delta 32, method 5
+    hex 02 07 00; vstr ab                # TAG name 7, inline "ab"
+    hex 06 09 03 01 00                   # TAG name 9, sql file 1 offset 0
+    hex 05 03                            # EXIT delta 1, FINISH
+} >"$trace"
+{
+    printf 'CPT1'
+    hex "$(printf %02x "$(stat -c %s "$trace")")"
+    cat "$trace"
+    hex 03; hex 05 03; printf 'm()'; hex 07 01; printf 'x'; hex 09 03; printf 'sql'
+    hex 01 03 01 00 01 06; printf 'SELECT'
+    hex 01 e8 07 05                      # pause ending at 1000, 5 ms
+} >"$b/seed-call"
+rm -f "$trace"
+
 echo "fuzz-seed: corpora in $root/fuzz/corpus-*/ from $fx"

@@ -1,6 +1,8 @@
 /* text.c -- UTF-16BE (Java strings on the wire) to UTF-8, and JSON string escaping. */
 #include "cp_common.h"
 
+#include <string.h>
+
 static int put_utf8(cp_buf *out, uint32_t cp)
 {
     uint8_t tmp[4];
@@ -30,7 +32,23 @@ static int put_utf8(cp_buf *out, uint32_t cp)
 int cp_str16_to_utf8(cp_buf *out, cp_str16 s)
 {
     if (cp_buf_reserve(out, (size_t)s.n * 3) != CP_OK) return CP_ENOMEM;
-    for (uint32_t i = 0; i < s.n; i++) {
+    uint32_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* four ASCII units at a time: high bytes zero, low bytes below 0x80 (most text is
+     * ASCII: method names, URLs, SQL) */
+    for (; i + 4 <= s.n; i += 4) {
+        uint64_t w;
+        memcpy(&w, s.be + 2 * (size_t)i, 8);
+        if (w & 0x80FF80FF80FF80FFULL) break;
+        uint8_t *o = out->data + out->len;
+        o[0] = (uint8_t)(w >> 8);
+        o[1] = (uint8_t)(w >> 24);
+        o[2] = (uint8_t)(w >> 40);
+        o[3] = (uint8_t)(w >> 56);
+        out->len += 4;
+    }
+#endif
+    for (; i < s.n; i++) {
         uint32_t u = ((uint32_t)s.be[2 * i] << 8) | s.be[2 * i + 1];
         if (u < 0x80) { /* capacity reserved above: ASCII never reallocates */
             out->data[out->len++] = (uint8_t)u;

@@ -19,6 +19,9 @@
 #define CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
 #define MAX_SEGS 65536          /* chunks per call: beyond, the call is too large */
 #define MAX_THREADS 1000000     /* thread states per connection */
+#define MAX_SPARE 1024          /* recycled pcalls / extents kept per connection */
+#define VCACHE_SLOTS 64         /* resolved-value cache entries per connection */
+#define VCACHE_BYTES (1u << 20) /* ... and the text they may hold together */
 
 /* ---- intrusive lists ------------------------------------------------------------------ */
 
@@ -135,6 +138,12 @@ typedef struct seg {
     int64_t thread_id, chunk_time;
 } seg;
 
+/* A big-value reference (TAG paramType 1 = xml, 3 = sql) inside a call's events. */
+typedef struct vref {
+    uint8_t kind;
+    int32_t file, offset;
+} vref;
+
 typedef struct extent {
     int32_t file, rec;          /* key: the calls record's pointer */
     uint64_t chunk_off;
@@ -147,9 +156,12 @@ typedef struct extent {
     uint8_t want_end;           /* ... ends at the next record (depth-0 EXIT seen) */
     seg *segs;
     size_t nsegs, capsegs;
+    vref *refs;                 /* sql/xml references met in its events */
+    size_t nrefs, caprefs;
     uint64_t bytes;
     int64_t done_ms;
     link fifo;                  /* complete extents, oldest first */
+    struct extent *spare;       /* in cp_asm.spare_extents */
 } extent;
 
 typedef struct thread_state {
@@ -175,6 +187,7 @@ typedef struct pcall {
 typedef struct pause_vec {
     cp_blob_pause *p;
     size_t n, cap;
+    int32_t max_dur;            /* longest pause kept: bounds the scan for overlaps */
 } pause_vec;
 
 struct cp_asm {
@@ -199,11 +212,27 @@ struct cp_asm {
     link waiting, ready, retry;
     size_t npending;
     pause_vec pauses;
+    /* recycled allocations: a busy pod makes and drops one pcall and one extent per call */
+    pcall *spare_calls;         /* chained through dup */
+    extent *spare_extents;      /* chained through spare */
+    size_t nspare_calls, nspare_extents;
+    /* recently resolved sql/xml values: the sql stream is deduplicated, so many calls
+     * point at the same few values (direct-mapped, bounded by VCACHE_BYTES) */
+    struct vcache_ent {
+        uint8_t kind, used;
+        int32_t file, offset;
+        uint32_t units;         /* UTF-16 length, for the budget */
+        cp_buf text;            /* UTF-8 */
+    } vcache[VCACHE_SLOTS];
+    size_t vcache_bytes;
     /* assembly scratch */
     cp_buf tbuf;                /* trace bytes */
     cp_buf vbuf;                /* value bytes read */
     cp_buf sbuf;                /* UTF-8 conversions */
     cp_buf params_json;
+    cp_buf names;               /* "#<id>" names of params the dictionary lacks */
+    struct pv *pv;              /* params of the call being emitted */
+    size_t cappv;
     cp_buf method_buf;
     cp_buf blob;
     cp_blob_builder bb;
@@ -245,6 +274,7 @@ cp_asm *cp_asm_new(const cp_asm_pod *pod, const cp_asm_limits *limits, const cp_
     cp_buf_init(&a->vbuf);
     cp_buf_init(&a->sbuf);
     cp_buf_init(&a->params_json);
+    cp_buf_init(&a->names);
     cp_buf_init(&a->method_buf);
     cp_buf_init(&a->blob);
     cp_blob_builder_init(&a->bb);
@@ -259,6 +289,7 @@ static void extent_free(extent *e)
 {
     if (!e) return;
     free(e->segs);
+    free(e->refs);
     free(e);
 }
 
@@ -296,11 +327,24 @@ void cp_asm_free(cp_asm *a)
     free_list(&a->ready);
     free_list(&a->retry);
     free(a->pauses.p);
+    while (a->spare_calls) {
+        pcall *p = a->spare_calls;
+        a->spare_calls = p->dup;
+        pcall_free(p);
+    }
+    while (a->spare_extents) {
+        extent *e = a->spare_extents;
+        a->spare_extents = e->spare;
+        extent_free(e);
+    }
     cp_dict_free(&a->dict);
     cp_buf_free(&a->tbuf);
     cp_buf_free(&a->vbuf);
     cp_buf_free(&a->sbuf);
+    for (size_t i = 0; i < VCACHE_SLOTS; i++) cp_buf_free(&a->vcache[i].text);
     cp_buf_free(&a->params_json);
+    cp_buf_free(&a->names);
+    free(a->pv);
     cp_buf_free(&a->method_buf);
     cp_buf_free(&a->blob);
     cp_blob_builder_free(&a->bb);
@@ -351,6 +395,7 @@ int cp_asm_pause(cp_asm *a, const cp_suspend_rec *r)
     memmove(v->p + i + 1, v->p + i, (v->n - i) * sizeof *v->p);
     v->p[i] = (cp_blob_pause){r->end_ms, r->duration_ms};
     v->n++;
+    if (r->duration_ms > v->max_dur) v->max_dur = r->duration_ms;
     return CP_OK;
 }
 
@@ -407,7 +452,30 @@ static void extent_drop(cp_asm *a, extent *e)
     kmap_del(&a->extents, key_a(e->file, e->rec), e->chunk_off);
     if (e->complete) list_del(&e->fifo);
     a->nextents--;
-    extent_free(e);
+    if (a->nspare_extents < MAX_SPARE && e->capsegs <= 64 && e->caprefs <= 256) {
+        e->spare = a->spare_extents;
+        a->spare_extents = e;
+        a->nspare_extents++;
+    } else {
+        extent_free(e);
+    }
+}
+
+static extent *extent_new(cp_asm *a)
+{
+    extent *e = a->spare_extents;
+    if (!e) return calloc(1, sizeof *e);
+    a->spare_extents = e->spare;
+    a->nspare_extents--;
+    seg *segs = e->segs;
+    vref *refs = e->refs;
+    size_t cap = e->capsegs, caprefs = e->caprefs;
+    memset(e, 0, sizeof *e);
+    e->segs = segs; /* keeps their capacity */
+    e->capsegs = cap;
+    e->refs = refs;
+    e->caprefs = caprefs;
+    return e;
 }
 
 /* Drops complete extents nobody claimed: too old, or too many. */
@@ -456,7 +524,7 @@ static int root_enter(cp_asm *a, thread_state *t, int32_t file, const cp_trace_r
         }
         extent_drop(a, old);
     }
-    extent *e = calloc(1, sizeof *e);
+    extent *e = extent_new(a);
     if (!e) return CP_ENOMEM;
     e->file = file;
     e->rec = (int32_t)r->index;
@@ -512,6 +580,19 @@ int cp_asm_trace(cp_asm *a, int32_t file_index, const cp_trace_rec *r, int64_t n
          * leaves the depth at 0 */
         if (t->depth > 0 && --t->depth == 0 && t->cur) t->cur->want_end = 1;
         break;
+    case CP_TRACE_TAG:
+        if (t->cur && (r->param_type == 1 || r->param_type == 3) && !t->cur->too_large) {
+            extent *e = t->cur;
+            if (e->nrefs == e->caprefs) {
+                size_t cap = e->caprefs ? e->caprefs * 2 : 4;
+                vref *v = realloc(e->refs, cap * sizeof *v);
+                if (!v) return CP_ENOMEM;
+                e->refs = v;
+                e->caprefs = cap;
+            }
+            e->refs[e->nrefs++] = (vref){r->param_type, r->ref_file, r->ref_offset};
+        }
+        break;
     case CP_TRACE_CHUNK_END:
         if (t->cur) seg_close(a, t->cur, r->offset);
         a->thr = NULL;
@@ -534,12 +615,22 @@ static int copy_str16(cp_buf *b, cp_str16 s, size_t *len)
 
 static int put_u32(cp_buf *b, uint32_t v) { return cp_buf_append(b, &v, sizeof v); }
 
-static pcall *pcall_new(const cp_call_rec *r, int64_t now_ms)
+static pcall *pcall_new(cp_asm *a, const cp_call_rec *r, int64_t now_ms)
 {
-    pcall *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    pcall *p = a->spare_calls;
+    if (p) {
+        a->spare_calls = p->dup;
+        a->nspare_calls--;
+        cp_buf data = p->data; /* keeps its capacity */
+        memset(p, 0, sizeof *p);
+        p->data = data;
+        cp_buf_reset(&p->data);
+    } else {
+        p = calloc(1, sizeof *p);
+        if (!p) return NULL;
+        cp_buf_init(&p->data);
+    }
     p->q.prev = p->q.next = &p->q;
-    cp_buf_init(&p->data);
     p->rec = *r;
     p->rec.params = NULL;
     p->rec.thread_name = (cp_str16){0};
@@ -601,7 +692,7 @@ static void pcall_wake(cp_asm *a, int32_t file, uint64_t chunk_off, int32_t rec)
 int cp_asm_call(cp_asm *a, const cp_call_rec *r, int64_t now_ms)
 {
     a->st.calls_in++;
-    pcall *p = pcall_new(r, now_ms);
+    pcall *p = pcall_new(a, r, now_ms);
     if (!p) return CP_ENOMEM;
     a->npending++;
     uint64_t ka = key_a(r->trace_file_index, r->record_index), kb = (uint64_t)(uint32_t)r->buffer_offset;
@@ -703,85 +794,52 @@ static int build_trace(cp_asm *a, const extent *e, int *err)
     return ASM_DONE;
 }
 
-/* The big values the call's events reference (the words they use are not copied into
- * the blob: the catalog's dictionary has them, and a tree looks them up). */
-typedef struct refs {
-    cp_asm *a;
-    struct vref { uint8_t kind; int32_t file, offset; } *vals;
-    size_t nvals, capvals;
-    size_t events;
-    int first_ok;               /* event 0 is an ENTER of the expected method */
-    int32_t method;
-    int depth, ended;
-    int oom;
-} refs;
-
-static int on_ref_event(void *ud, const cp_trace_rec *t)
-{
-    refs *r = ud;
-    if (r->ended || r->oom) return 0;
-    switch (t->type) {
-    case CP_TRACE_ENTER:
-        if (r->events == 0) r->first_ok = t->id == r->method;
-        r->depth++;
-        break;
-    case CP_TRACE_EXIT:
-        if (--r->depth == 0) r->ended = 1;
-        break;
-    case CP_TRACE_TAG:
-        if (t->param_type == 1 || t->param_type == 3) {
-            if (r->nvals == r->capvals) {
-                size_t cap = r->capvals ? r->capvals * 2 : 16;
-                struct vref *p = realloc(r->vals, cap * sizeof *p);
-                if (!p) {
-                    r->oom = 1;
-                    return 0;
-                }
-                r->vals = p;
-                r->capvals = cap;
-            }
-            r->vals[r->nvals++] = (struct vref){t->param_type, t->ref_file, t->ref_offset};
-        }
-        break;
-    default: return 0;
-    }
-    r->events++;
-    return 0;
-}
-
 static int cmp_vref(const void *x, const void *y)
 {
-    const struct vref *a = x, *b = y;
+    const vref *a = x, *b = y;
     if (a->kind != b->kind) return a->kind < b->kind ? -1 : 1;
     if (a->file != b->file) return a->file < b->file ? -1 : 1;
     return (a->offset > b->offset) - (a->offset < b->offset);
 }
 
-static int scan_refs(cp_asm *a, const uint8_t *p, size_t n, refs *r)
+/* One sql/xml value at (kind, file, offset): its varint length then UTF-16BE units. */
+static struct vcache_ent *vcache_slot(cp_asm *a, uint8_t kind, int32_t file, int32_t offset)
 {
-    cp_dec_sink sink = {.ud = r, .on_trace = on_ref_event};
-    cp_dec *d = cp_dec_new(CP_STREAM_TRACE, NULL, &sink, 0);
-    if (!d) return CP_ENOMEM;
-    int st = cp_dec_feed(d, p, n);
-    if (st == CP_OK) st = cp_dec_finish(d);
-    cp_dec_free(d);
-    if (r->oom) return CP_ENOMEM;
-    if (st != CP_OK) return CP_ECORRUPT;
-    if (r->nvals > 1) qsort(r->vals, r->nvals, sizeof *r->vals, cmp_vref);
-    size_t k = 0;
-    for (size_t i = 0; i < r->nvals; i++)
-        if (!k || cmp_vref(&r->vals[k - 1], &r->vals[i])) r->vals[k++] = r->vals[i];
-    r->nvals = k;
-    (void)a;
-    return CP_OK;
+    uint64_t h = kmix(((uint64_t)kind << 32) | (uint32_t)file, (uint32_t)offset);
+    return &a->vcache[h % VCACHE_SLOTS];
 }
 
-/* One sql/xml value at (kind, file, offset): its varint length then UTF-16BE units. */
+/* Remembers the value in a->sbuf (a stored file's bytes never change). */
+static void vcache_put(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, uint32_t units)
+{
+    struct vcache_ent *e = vcache_slot(a, kind, file, offset);
+    if (a->sbuf.len > VCACHE_BYTES / 4) return;
+    if (e->used) a->vcache_bytes -= e->text.len;
+    e->used = 0;
+    if (a->vcache_bytes + a->sbuf.len > VCACHE_BYTES) return;
+    cp_buf_reset(&e->text);
+    if (cp_buf_append(&e->text, a->sbuf.data, a->sbuf.len) != CP_OK) return;
+    *e = (struct vcache_ent){kind, 1, file, offset, units, e->text};
+    a->vcache_bytes += e->text.len;
+}
+
 static int read_value(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, size_t *budget, int *resolved, int *err)
 {
     cp_stream_kind sk = kind == 3 ? CP_STREAM_SQL : CP_STREAM_XML;
     *resolved = 0;
     if (offset < 0) return ASM_DONE;
+    struct vcache_ent *ce = vcache_slot(a, kind, file, offset);
+    if (ce->used && ce->kind == kind && ce->file == file && ce->offset == offset) {
+        if ((uint64_t)ce->units * 2 > *budget) return ASM_DONE;
+        cp_buf_reset(&a->sbuf);
+        if (cp_buf_append(&a->sbuf, ce->text.data, ce->text.len) != CP_OK) {
+            *err = CP_ENOMEM;
+            return ASM_DONE;
+        }
+        *budget -= (uint64_t)ce->units * 2;
+        *resolved = 1;
+        return ASM_DONE;
+    }
     int64_t size = a->io.size(a->io.ud, sk, file);
     if (size < 0 || size <= offset) return ASM_LATER;
     uint8_t hdr[5];
@@ -811,6 +869,7 @@ static int read_value(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, siz
     *budget -= bytes;
     *resolved = 1;
     a->st.values_read++;
+    vcache_put(a, kind, file, offset, (uint32_t)units);
     return ASM_DONE;
 }
 
@@ -826,14 +885,15 @@ static const char *word_or_id(cp_asm *a, int32_t id, size_t *len, cp_buf *tmp)
 }
 
 /* Params of a waiting call as a list of (name, value) for JSON: sorted by name. */
-typedef struct pv {
+struct pv {
     const char *name;
     size_t nlen;
     int32_t id;
     uint32_t idx;               /* position, to keep value order within a name */
     const char *val;
     size_t vlen;
-} pv;
+};
+typedef struct pv pv;
 
 static int cmp_pv(const void *x, const void *y)
 {
@@ -864,11 +924,18 @@ static int params_json(cp_asm *a, const pcall *p, int *error, int *missing)
         }
         count += n ? n : 1;
     }
-    pv *v = count ? malloc(count * sizeof *v) : NULL;
-    if (count && !v) return CP_ENOMEM;
+    if (count > a->cappv) {
+        size_t cap = a->cappv ? a->cappv : 16;
+        while (cap < count) cap *= 2;
+        pv *nv = realloc(a->pv, cap * sizeof *nv);
+        if (!nv) return CP_ENOMEM;
+        a->pv = nv;
+        a->cappv = cap;
+    }
+    pv *v = a->pv;
     size_t k = 0;
-    cp_buf names;
-    cp_buf_init(&names);
+    cp_buf names = a->names; /* reused storage; handed back below */
+    cp_buf_reset(&names);
     for (const uint8_t *s = q; s < end;) {
         int32_t id;
         uint32_t n;
@@ -900,7 +967,7 @@ static int params_json(cp_asm *a, const pcall *p, int *error, int *missing)
     for (size_t i = 0; i < k; i++)
         if (!v[i].name) total += v[i].nlen + 1;
     if (cp_buf_reserve(&names, total + 1) != CP_OK) {
-        free(v);
+        a->names = names;
         return CP_ENOMEM;
     }
     for (size_t i = 0; i < k; i++) {
@@ -926,9 +993,29 @@ static int params_json(cp_asm *a, const pcall *p, int *error, int *missing)
     }
     if (st == CP_OK && k) st = cp_buf_putc(j, ']');
     if (st == CP_OK) st = cp_buf_putc(j, '}');
-    free(v);
-    cp_buf_free(&names);
+    a->names = names;
     return st;
+}
+
+/* The pauses that can overlap [from, to]: [*lo, *hi) of the sorted vector. */
+static void pauses_near(const pause_vec *v, int64_t from, int64_t to, size_t *lo, size_t *hi)
+{
+    size_t l = 0, h = v->n;
+    while (l < h) { /* the first pause ending at or after from */
+        size_t mid = l + (h - l) / 2;
+        if (v->p[mid].end_ms < from) l = mid + 1;
+        else h = mid;
+    }
+    *lo = l;
+    while (l < v->n && v->p[l].end_ms - v->max_dur <= to) l++;
+    *hi = l;
+}
+
+static int64_t pauses_overlap(const pause_vec *v, int64_t from, int64_t to)
+{
+    size_t lo, hi;
+    pauses_near(v, from, to, &lo, &hi);
+    return hi > lo ? cp_pause_overlap(v->p + lo, hi - lo, from, to) : 0;
 }
 
 /* Emits the call (with the blob in a->blob if have_blob). */
@@ -945,8 +1032,7 @@ static int emit(cp_asm *a, pcall *p, int have_blob, const char *reason)
     c.wait_time = r->wait_time;
     c.memory_used = r->memory_used;
     c.queue_wait_ms = r->queue_wait_ms;
-    c.suspend_ms = (int32_t)cp_pause_overlap(a->pauses.p, a->pauses.n, r->start_ms,
-                                             cp_add_wrap64(r->start_ms, r->duration_ms));
+    c.suspend_ms = (int32_t)pauses_overlap(&a->pauses, r->start_ms, cp_add_wrap64(r->start_ms, r->duration_ms));
     c.calls = r->calls;
     c.transactions = r->transactions;
     c.logs_generated = r->logs_generated;
@@ -1032,33 +1118,26 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
     if (build_trace(a, e, err) == ASM_LATER) return give_up ? (*err = emit(a, p, 0, CP_TRACE_INCOMPLETE), ASM_DONE)
                                                            : ASM_LATER;
     if (*err) return ASM_DONE;
-    refs rf = {.a = a, .method = r->method};
-    int st = scan_refs(a, a->bb.trace.data, a->bb.trace.len, &rf);
-    int later = 0;
-    if (st == CP_OK && rf.first_ok) {
-        size_t budget = a->lim.max_values_bytes;
-        for (size_t i = 0; st == CP_OK && i < rf.nvals; i++) {
-            const struct vref *v = &rf.vals[i];
-            int resolved = 0;
-            if (read_value(a, v->kind, v->file, v->offset, &budget, &resolved, err) == ASM_LATER) later = 1;
-            if (*err) break;
-            if (resolved) {
-                st = cp_blob_add_value(&a->bb, v->kind, v->file, v->offset, 1, (const char *)a->sbuf.data,
-                                       a->sbuf.len);
-            } else if (give_up || !later) {
-                char ref[48];
-                int n = snprintf(ref, sizeof ref, "%u:%d:%d", v->kind, v->file, v->offset);
-                st = cp_blob_add_value(&a->bb, v->kind, v->file, v->offset, 0, ref, (size_t)n);
-            }
+    /* the values its events reference, each once (found by the live pass over the trace) */
+    if (e->nrefs > 1) qsort(e->refs, e->nrefs, sizeof *e->refs, cmp_vref);
+    size_t nref = 0;
+    for (size_t i = 0; i < e->nrefs; i++)
+        if (!nref || cmp_vref(&e->refs[nref - 1], &e->refs[i])) e->refs[nref++] = e->refs[i];
+    e->nrefs = nref;
+    int later = 0, st = CP_OK;
+    size_t budget = a->lim.max_values_bytes;
+    for (size_t i = 0; st == CP_OK && i < e->nrefs; i++) {
+        const vref *v = &e->refs[i];
+        int resolved = 0;
+        if (read_value(a, v->kind, v->file, v->offset, &budget, &resolved, err) == ASM_LATER) later = 1;
+        if (*err) return ASM_DONE;
+        if (resolved) {
+            st = cp_blob_add_value(&a->bb, v->kind, v->file, v->offset, 1, (const char *)a->sbuf.data, a->sbuf.len);
+        } else if (give_up || !later) {
+            char ref[48];
+            int n = snprintf(ref, sizeof ref, "%u:%d:%d", v->kind, v->file, v->offset);
+            st = cp_blob_add_value(&a->bb, v->kind, v->file, v->offset, 0, ref, (size_t)n);
         }
-    }
-    int first_ok = rf.first_ok;
-    free(rf.vals);
-    if (*err) return ASM_DONE;
-    if (st == CP_ECORRUPT || (st == CP_OK && !first_ok)) {
-        extent_drop(a, e);
-        *err = emit(a, p, 0, CP_TRACE_BAD_POINTER);
-        return ASM_DONE;
     }
     if (st != CP_OK) {
         *err = st;
@@ -1067,9 +1146,11 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
     if (later && !give_up) return ASM_LATER;
     /* pauses overlapping the call, for the tree's per-node suspension */
     int64_t from = r->start_ms, to = cp_add_wrap64(r->start_ms, r->duration_ms);
-    for (size_t i = 0; i < a->pauses.n; i++) {
+    size_t lo, hi;
+    pauses_near(&a->pauses, from, to, &lo, &hi);
+    for (size_t i = lo; i < hi; i++) {
         const cp_blob_pause *q = &a->pauses.p[i];
-        if (q->end_ms >= from && q->end_ms - q->duration_ms <= to) cp_blob_add_pause(&a->bb, q->end_ms, q->duration_ms);
+        if (q->end_ms - q->duration_ms <= to) cp_blob_add_pause(&a->bb, q->end_ms, q->duration_ms);
     }
     cp_buf_reset(&a->blob);
     st = cp_blob_build(&a->bb, &a->blob);
@@ -1085,7 +1166,13 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
 static int pcall_done(cp_asm *a, pcall *p)
 {
     a->npending--;
-    pcall_free(p);
+    if (a->nspare_calls < MAX_SPARE && p->data.cap <= 65536) {
+        p->dup = a->spare_calls;
+        a->spare_calls = p;
+        a->nspare_calls++;
+    } else {
+        pcall_free(p);
+    }
     return CP_OK;
 }
 

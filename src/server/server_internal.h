@@ -127,6 +127,7 @@ struct cp_server {
     uv_work_t maintain;       /* catalog upkeep (WAL checkpoint) on the threadpool */
     int maintaining;
     uint64_t next_maintain;   /* loop time of the next one */
+    uint64_t last_commit;     /* loop time of the last catalog commit */
     cp_rawlog_fdcache files;  /* open stream-file fds, capped (cp_rawlog.h) */
     int fs_fd;                /* the data directory, for syncfs of large batches (-1: none) */
     size_t nofile;            /* RLIMIT_NOFILE soft limit after raising it */

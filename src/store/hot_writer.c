@@ -530,12 +530,16 @@ static int count_add(cp_hot_writer *w, const hot_window *x, uint64_t ph, const c
 
 int cp_hot_writer_put(cp_hot_writer *w, const cp_call *c, char *err, size_t errlen)
 {
+    if (!c->ns || !c->service || !c->pod) {
+        snprintf(err, errlen, "call without namespace, service or pod name");
+        return CP_EINVAL;
+    }
     hot_window *x;
     int st = window_for(w, c->ts_ms, &x, err, errlen);
     if (st != CP_OK) return st;
     if (!x->ins_call && (st = window_prepare_stmts(w, x, err, errlen)) != CP_OK) return st;
     x->used = ++w->tick;
-    uint64_t ph = cp_pod_hash(c->ns ? c->ns : "", c->ns ? c->ns_len : 0, c->pod ? c->pod : "", c->pod ? c->pod_len : 0);
+    uint64_t ph = cp_pod_hash(c->ns, c->ns_len, c->pod, c->pod_len);
     bind_call(x->ins_call, c, (int64_t)ph);
     st = insert_step(w, x->ins_call, err, errlen, "calls insert");
     if (st != CP_OK) return st;

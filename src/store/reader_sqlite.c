@@ -396,6 +396,7 @@ static const char *pick_index(const rd_search *s, const rd_cursor *c, int partia
     if (s->f->sort == CP_SORT_TS) return "time";
     if (s->f->sort == CP_SORT_DURATION) {
         if (!partial) return "duration";
+        if (c->end <= c->start) return "time"; /* not a window the writer made */
         double lo = (double)(s->from > c->start ? s->from : c->start);
         double hi = (double)(s->to < c->end ? s->to : c->end);
         double frac = (hi - lo) / (double)(c->end - c->start);

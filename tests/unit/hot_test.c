@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MIN_MS 60000LL
 #define T2023 1677664800000LL /* 2023-03-01 10:00:00 UTC */
@@ -782,6 +783,42 @@ static void test_bounds(void **state)
     assert_int_equal(b, hi);
 }
 
+typedef struct wordrows {
+    int32_t id[8];
+    char text[8][32];
+    size_t n;
+} wordrows;
+
+static int on_word(void *ud, int32_t id, const char *text, size_t len)
+{
+    wordrows *w = ud;
+    assert_true(w->n < 8 && len < 32);
+    w->id[w->n] = id;
+    memcpy(w->text[w->n], text, len);
+    w->text[w->n][len] = 0;
+    w->n++;
+    return 0;
+}
+
+/* The dictionary of one pod restart, by id (what trees attach to blobs). */
+static void test_words(void **state)
+{
+    fixture *fx = *state;
+    const cp_catalog_pod *p = &pods[1].p;
+    assert_int_equal(cp_catalog_dict_put(fx->cat, p, 3, "com.acme.A.run", 14), CP_OK);
+    assert_int_equal(cp_catalog_dict_put(fx->cat, p, 9, "sql", 3), CP_OK);
+    assert_int_equal(cp_catalog_dict_put(fx->cat, &pods[0].p, 4, "other restart", 13), CP_OK);
+    assert_int_equal(cp_catalog_commit(fx->cat), CP_OK);
+    const int32_t ids[] = {3, 4, 9, 1000};
+    wordrows w = {0};
+    assert_int_equal(cp_reader_words(fx->rd, p->ns, p->pod, p->restart_ms, ids, 4, on_word, &w), CP_OK);
+    assert_int_equal(w.n, 2); /* 4 is another restart's, 1000 is unknown */
+    assert_int_equal(w.id[0], 3);
+    assert_string_equal(w.text[0], "com.acme.A.run");
+    assert_int_equal(w.id[1], 9);
+    assert_string_equal(w.text[1], "sql");
+}
+
 /* ---- tests: the writer's tables ----------------------------------------------------------------- */
 
 static sqlite3 *raw_open(const char *path)
@@ -1079,7 +1116,8 @@ static void test_reader_isolation(void **state)
     free(fx.calls);
 }
 
-/* Calls outside the nameable range are refused, and do not break the batch. */
+/* Calls outside the nameable range or without names are refused, and do not break the
+ * batch. */
 static void test_bad_times(void **state)
 {
     (void)state;
@@ -1095,6 +1133,10 @@ static void test_bad_times(void **state)
     t.c.ts_ms = 253402300800000LL; /* year 10000 */
     assert_int_equal(cp_catalog_call_put(fx.cat, &t.c), CP_EINVAL);
     t.c.ts_ms = good;
+    t.c.pod = NULL;
+    assert_int_equal(cp_catalog_call_put(fx.cat, &t.c), CP_EINVAL);
+    t.c.pod = "pod-1";
+    t.c.pod_len = 5;
     put_ok(fx.cat, &t.c);
     assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
     fx.calls = &t;
@@ -1108,6 +1150,54 @@ static void test_bad_times(void **state)
     free(fx.dir);
 }
 
+static int64_t size_of(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+}
+
+/* maintain() copies the WAL into the database file (its first call on a fresh connection
+ * used to do nothing), and the WAL starts over once the writer has been idle. */
+static void test_maintain_checkpoints(void **state)
+{
+    (void)state;
+    fixture fx = {0};
+    fixture_dir(&fx, "hotckpt");
+    open_catalog(&fx);
+    fx.n = 3000;
+    fx.calls = calloc(fx.n, sizeof *fx.calls);
+    uint64_t rng = 11;
+    for (size_t i = 0; i < fx.n; i++) {
+        make_call(&fx.calls[i], i, &rng);
+        put_ok(fx.cat, &fx.calls[i].c);
+    }
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s-wal", fx.db);
+    int64_t db0 = size_of(fx.db), wal0 = size_of(wal);
+    assert_true(wal0 > 1000000); /* everything is still in the WAL */
+    assert_int_equal(cp_catalog_maintain(fx.cat), CP_OK);
+    int64_t db1 = size_of(fx.db);
+    assert_true(db1 > db0 + 1000000);
+    /* the next transaction restarts the WAL: it does not grow by the new rows */
+    for (size_t i = 0; i < 100; i++) put_ok(fx.cat, &fx.calls[i].c);
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    assert_int_equal(size_of(wal), wal0);
+    open_reader(&fx);
+    fx.n = 3000;
+    cp_call_filter f = all_calls(10);
+    got g = {0};
+    cp_search_stats st;
+    search_ok(&fx, &f, &g, &st);
+    assert_int_equal(g.n, 10);
+    free(g.idx);
+    cp_reader_close(fx.rd);
+    cp_catalog_close(fx.cat);
+    remove_tree(fx.dir);
+    free(fx.dir);
+    free(fx.calls);
+}
+
 int main(void)
 {
     const struct CMUnitTest shared[] = {
@@ -1116,12 +1206,12 @@ int main(void)
         cmocka_unit_test(test_callback_stop),   cmocka_unit_test(test_max_scan),
         cmocka_unit_test(test_lazy_windows),    cmocka_unit_test(test_get),
         cmocka_unit_test(test_pods),            cmocka_unit_test(test_bounds),
-        cmocka_unit_test(test_tables_and_inventory),
+        cmocka_unit_test(test_tables_and_inventory), cmocka_unit_test(test_words),
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_windows_prepare),   cmocka_unit_test(test_window_length_change),
         cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_reader_isolation),
-        cmocka_unit_test(test_bad_times),
+        cmocka_unit_test(test_bad_times),         cmocka_unit_test(test_maintain_checkpoints),
     };
     int failed = cmocka_run_group_tests_name("hot (shared data set)", shared, group_setup, group_teardown);
     return failed + cmocka_run_group_tests_name("hot", alone, NULL, NULL);
