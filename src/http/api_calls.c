@@ -80,7 +80,7 @@ static int page_row(void *ud, const cp_call *c)
         return 1;
     }
     p->rows++;
-    http_sort_key_of(c, p->q->sort, p->q->desc, &p->last);
+    cp_sort_key_of(c, p->q->sort, p->q->desc, &p->last);
     if (p->out->len > HTTP_MAX_RESPONSE_BYTES) {
         p->full = 1;
         return 1;
@@ -129,15 +129,12 @@ void http_api_calls(cp_http *h, const http_args *a, http_out *o)
     p.out = &o->body;
     cp_search_stats st;
     memset(&st, 0, sizeof st);
-    char err[256] = "";
     cp_reader *r;
-    int rc = http_pool_acquire(h, &r, err, sizeof err);
-    if (rc != CP_OK) {
-        http_error(o, 503, "unavailable", "catalog unavailable: %s", err);
-        o->retry_after = 1;
+    if (http_reader_take(h, o, &r)) {
         http_query_free(&q);
         return;
     }
+    int rc = CP_OK;
     if (cp_buf_puts(&o->body, "{\"calls\":[") != CP_OK) p.oom = 1;
     if (!p.oom) rc = cp_reader_search(r, &f, page_row, &p, &st);
     int failed = rc < 0 && !p.oom && !p.full;
@@ -169,15 +166,9 @@ void http_api_call(cp_http *h, const http_args *a, const char *id, http_out *o)
 {
     cp_call_ref ref;
     if (http_check_args(a, NULL, o) || parse_id(id, &ref, o)) return;
-    char err[256] = "";
     cp_reader *r;
-    int rc = http_pool_acquire(h, &r, err, sizeof err);
-    if (rc != CP_OK) {
-        http_error(o, 503, "unavailable", "catalog unavailable: %s", err);
-        o->retry_after = 1;
-        return;
-    }
-    rc = cp_reader_get(r, &ref, 0, one_call, &o->body);
+    if (http_reader_take(h, o, &r)) return;
+    int rc = cp_reader_get(r, &ref, 0, one_call, &o->body);
     int failed = rc < 0 && rc != CP_ENOTFOUND;
     if (rc == CP_ENOTFOUND) http_error(o, 404, "call_not_found", "no call with this id");
     else if (rc > 0) http_oom(o);
@@ -324,15 +315,11 @@ void http_api_stats(cp_http *h, const http_args *a, http_out *o)
     http_query_filter(h, &q, &f);
     cp_search_stats st;
     memset(&st, 0, sizeof st);
-    char err[256] = "";
     cp_reader *r = NULL;
-    int rc = s.pts && s.used ? http_pool_acquire(h, &r, err, sizeof err) : CP_ENOMEM;
-    if (rc == CP_ENOMEM) {
+    int rc;
+    if (!s.pts || !s.used) {
         http_oom(o);
-    } else if (rc != CP_OK) {
-        http_error(o, 503, "unavailable", "catalog unavailable: %s", err);
-        o->retry_after = 1;
-    } else {
+    } else if (http_reader_take(h, o, &r) == 0) {
         rc = stats_scan(h, r, &f, &s, &st);
         if (rc < 0) http_reader_error(o, rc, "search", cp_reader_errmsg(r));
         http_pool_release(h, r, rc < 0);

@@ -125,16 +125,12 @@ void http_api_services(cp_http *h, const http_args *a, http_out *o)
     services_ctx x;
     memset(&x, 0, sizeof x);
     x.namespaces = json_array();
-    char err[256] = "";
     cp_reader *r;
-    int rc = http_pool_acquire(h, &r, err, sizeof err);
-    if (rc != CP_OK) {
+    if (http_reader_take(h, o, &r)) {
         json_decref(x.namespaces);
-        http_error(o, 503, "unavailable", "catalog unavailable: %s", err);
-        o->retry_after = 1;
         return;
     }
-    rc = x.namespaces ? cp_reader_pods(r, from, to, services_row, &x) : CP_ENOMEM;
+    int rc = x.namespaces ? cp_reader_pods(r, from, to, services_row, &x) : CP_ENOMEM;
     int failed = rc < 0 && !x.oom && !x.truncated;
     if (failed) http_reader_error(o, rc, "pods", cp_reader_errmsg(r));
     http_pool_release(h, r, failed);

@@ -144,18 +144,15 @@ static void build_tree(cp_http *h, const cp_call_ref *refs, size_t n, http_out *
     cp_buf_init(&t.calls);
     cp_buf_init(&t.blob);
     t.tree = cp_tree_new(&lim);
-    char err[256] = "";
     cp_reader *r = NULL;
-    int rc = t.tree ? http_pool_acquire(h, &r, err, sizeof err) : CP_ENOMEM;
-    if (rc != CP_OK) {
-        if (rc == CP_ENOMEM) http_oom(o);
-        else {
-            http_error(o, 503, "unavailable", "catalog unavailable: %s", err);
-            o->retry_after = 1;
-        }
+    if (!t.tree || http_reader_take(h, o, &r)) {
+        if (!t.tree) http_oom(o);
         cp_tree_free(t.tree);
+        cp_buf_free(&t.calls);
+        cp_buf_free(&t.blob);
         return;
     }
+    int rc;
     int failed = 0;
     for (size_t i = 0; i < n && t.status == CP_OK && o->status == 200; i++) {
         t.found = 0;
@@ -342,15 +339,9 @@ void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_ou
     memset(&t, 0, sizeof t);
     t.out = &o->body;
     t.status = -100; /* "not called" */
-    char err[256] = "";
     cp_reader *r;
-    int rc = http_pool_acquire(h, &r, err, sizeof err);
-    if (rc != CP_OK) {
-        http_error(o, 503, "unavailable", "catalog unavailable: %s", err);
-        o->retry_after = 1;
-        return;
-    }
-    rc = cp_reader_get(r, &ref, 1, trace_call, &t);
+    if (http_reader_take(h, o, &r)) return;
+    int rc = cp_reader_get(r, &ref, 1, trace_call, &t);
     int failed = rc < 0 && rc != CP_ENOTFOUND;
     if (failed) http_reader_error(o, rc, "get", cp_reader_errmsg(r));
     http_pool_release(h, r, failed);

@@ -102,7 +102,7 @@ static int csv_row(void *ud, const cp_call *c)
         return 1;
     }
     s->rows++;
-    http_sort_key_of(c, s->q.sort, s->q.desc, &s->after);
+    cp_sort_key_of(c, s->q.sort, s->q.desc, &s->after);
     s->has_after = 1;
     return 0;
 }

@@ -116,6 +116,20 @@ int http_pool_acquire(cp_http *h, cp_reader **out, char *err, size_t errlen)
     return st;
 }
 
+int http_reader_take(cp_http *h, http_out *o, cp_reader **out)
+{
+    char err[256] = "";
+    int rc = http_pool_acquire(h, out, err, sizeof err);
+    if (rc == CP_OK) return 0;
+    if (rc == CP_ENOMEM) {
+        http_oom(o);
+    } else {
+        http_error(o, 503, "unavailable", "catalog unavailable: %s", err);
+        o->retry_after = 1;
+    }
+    return -1;
+}
+
 void http_pool_release(cp_http *h, cp_reader *r, int broken)
 {
     http_pool *p = &h->pool;

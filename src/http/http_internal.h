@@ -92,6 +92,10 @@ typedef struct http_out {
     struct MHD_Response *stream; /* a ready response (streamed export) */
 } http_out;
 
+/* http_pool_acquire for a request: 0, or -1 with the answer set (503 with Retry-After
+ * when no reader frees up or none opens, 500 when out of memory). */
+int http_reader_take(cp_http *h, http_out *o, cp_reader **out);
+
 /* Sets an error response {"error": message, "code": code}. The message is made safe
  * (printable ASCII; other bytes become '?') since it may quote client input. */
 void http_error(http_out *o, unsigned status, const char *code, const char *fmt, ...)
@@ -143,8 +147,6 @@ void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f)
 /* Parses from/to only (with their defaults and bounds), for /services. */
 int http_parse_window(cp_http *h, const http_args *a, int64_t *from, int64_t *to, http_out *o);
 
-/* The position of c in the sort order col/desc (for keyset paging). */
-void http_sort_key_of(const cp_call *c, cp_sort_col col, int desc, cp_sort_key *k);
 
 /* ---- JSON of a call -------------------------------------------------------------------- */
 

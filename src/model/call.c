@@ -1,6 +1,8 @@
 /* call.c -- small facts about calls shared by the layers: identity and sort columns. */
 #include "cp_model.h"
 
+#include <string.h>
+
 uint64_t cp_pod_hash(const char *ns, size_t ns_len, const char *pod, size_t pod_len)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -30,4 +32,57 @@ int cp_sort_is_text(cp_sort_col col)
     case CP_SORT_THREAD: return 1;
     default: return 0;
     }
+}
+
+int64_t cp_call_sort_num(const cp_call *c, cp_sort_col col)
+{
+    switch (col) {
+    case CP_SORT_TS: return c->ts_ms;
+    case CP_SORT_DURATION: return c->duration_ms;
+    case CP_SORT_CPU: return c->cpu_time;
+    case CP_SORT_WAIT: return c->wait_time;
+    case CP_SORT_MEMORY: return c->memory_used;
+    case CP_SORT_SUSPEND: return c->suspend_ms;
+    case CP_SORT_CALLS: return c->calls;
+    case CP_SORT_TRANSACTIONS: return c->transactions;
+    case CP_SORT_QUEUE: return c->queue_wait_ms;
+    case CP_SORT_LOGS_GENERATED: return c->logs_generated;
+    case CP_SORT_LOGS_WRITTEN: return c->logs_written;
+    case CP_SORT_FILE_READ: return c->file_read;
+    case CP_SORT_FILE_WRITTEN: return c->file_written;
+    case CP_SORT_NET_READ: return c->net_read;
+    case CP_SORT_NET_WRITTEN: return c->net_written;
+    case CP_SORT_RESTART: return c->restart_ms;
+    case CP_SORT_ERROR: return c->error != 0;
+    default: return 0;
+    }
+}
+
+const char *cp_call_sort_text(const cp_call *c, cp_sort_col col, size_t *len)
+{
+    switch (col) {
+    case CP_SORT_METHOD: *len = c->method_len; return c->method;
+    case CP_SORT_NAMESPACE: *len = c->ns_len; return c->ns;
+    case CP_SORT_SERVICE: *len = c->service_len; return c->service;
+    case CP_SORT_POD: *len = c->pod_len; return c->pod;
+    case CP_SORT_THREAD: *len = c->thread_len; return c->thread;
+    default: *len = 0; return NULL;
+    }
+}
+
+void cp_sort_key_of(const cp_call *c, cp_sort_col col, int desc, cp_sort_key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->col = col;
+    k->desc = desc;
+    size_t n;
+    const char *t = cp_call_sort_text(c, col, &n);
+    if (t) {
+        if (n > sizeof k->text - 1) n = sizeof k->text - 1; /* the key keeps a prefix */
+        if (n) memcpy(k->text, t, n);
+        k->text_len = n;
+    } else {
+        k->num = cp_call_sort_num(c, col);
+    }
+    cp_call_ref_of(c, &k->ref);
 }

@@ -142,6 +142,13 @@ typedef struct cp_sort_key {
     cp_call_ref ref;
 } cp_sort_key;
 
+/* A call's value in a numeric sort column (0 for a text column), and in a text column
+ * (NULL for a numeric one). */
+int64_t cp_call_sort_num(const cp_call *c, cp_sort_col col);
+const char *cp_call_sort_text(const cp_call *c, cp_sort_col col, size_t *len);
+/* The call's position in the order (col, desc): its key for keyset paging. */
+void cp_sort_key_of(const cp_call *c, cp_sort_col col, int desc, cp_sort_key *k);
+
 /* FNV-1a 64 of "<namespace>/<pod>": the pod part of a call id. */
 uint64_t cp_pod_hash(const char *ns, size_t ns_len, const char *pod, size_t pod_len);
 

@@ -80,6 +80,11 @@ static const char *const migrations[] = {
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
 
+const char *cp_catalog_sqlite_migration(int version)
+{
+    return version >= 1 && version <= cp_catalog_sqlite_schema_version() ? migrations[version - 1] : NULL;
+}
+
 /* ---- state ------------------------------------------------------------------------------ */
 
 enum {

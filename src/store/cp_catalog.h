@@ -103,6 +103,9 @@ int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t
 
 /* Highest migration the SQLite catalog knows (for tests and `--help`). */
 int cp_catalog_sqlite_schema_version(void);
+/* The SQL of migration `version` (1-based), NULL outside the range. Migrations are never
+ * edited once released, so tests can build a catalog as an older release left it. */
+const char *cp_catalog_sqlite_migration(int version);
 
 static inline int cp_catalog_pod_register(cp_catalog *c, const cp_catalog_pod *p, int64_t now_ms)
 {

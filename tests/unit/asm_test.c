@@ -62,7 +62,7 @@ static const cp_buf *file_of(cp_stream_kind kind, int32_t idx, size_t **avail)
 static int64_t io_size(void *ud, cp_stream_kind kind, int32_t idx)
 {
     (void)ud;
-    size_t *avail;
+    size_t *avail = NULL;
     const cp_buf *b = file_of(kind, idx, &avail);
     return b ? (int64_t)*avail : -1;
 }
@@ -70,7 +70,7 @@ static int64_t io_size(void *ud, cp_stream_kind kind, int32_t idx)
 static long io_read(void *ud, cp_stream_kind kind, int32_t idx, uint64_t off, void *buf, size_t n)
 {
     (void)ud;
-    size_t *avail;
+    size_t *avail = NULL;
     const cp_buf *b = file_of(kind, idx, &avail);
     assert_non_null(b);
     assert_true(off + n <= *avail); /* never asks for bytes not stored yet */

@@ -169,40 +169,15 @@ static int group_teardown(void **state)
 
 static int64_t num_of(const cp_call *c, cp_sort_col col)
 {
-    switch (col) {
-    case CP_SORT_TS: return c->ts_ms;
-    case CP_SORT_DURATION: return c->duration_ms;
-    case CP_SORT_CPU: return c->cpu_time;
-    case CP_SORT_WAIT: return c->wait_time;
-    case CP_SORT_MEMORY: return c->memory_used;
-    case CP_SORT_SUSPEND: return c->suspend_ms;
-    case CP_SORT_CALLS: return c->calls;
-    case CP_SORT_TRANSACTIONS: return c->transactions;
-    case CP_SORT_QUEUE: return c->queue_wait_ms;
-    case CP_SORT_LOGS_GENERATED: return c->logs_generated;
-    case CP_SORT_LOGS_WRITTEN: return c->logs_written;
-    case CP_SORT_FILE_READ: return c->file_read;
-    case CP_SORT_FILE_WRITTEN: return c->file_written;
-    case CP_SORT_NET_READ: return c->net_read;
-    case CP_SORT_NET_WRITTEN: return c->net_written;
-    case CP_SORT_RESTART: return c->restart_ms;
-    case CP_SORT_ERROR: return c->error;
-    default: fail_msg("not a numeric column %d", (int)col);
-    }
-    return 0;
+    assert_false(cp_sort_is_text(col));
+    return cp_call_sort_num(c, col);
 }
 
 static const char *text_of(const cp_call *c, cp_sort_col col, size_t *len)
 {
-    switch (col) {
-    case CP_SORT_METHOD: *len = c->method_len; return c->method;
-    case CP_SORT_NAMESPACE: *len = c->ns_len; return c->ns;
-    case CP_SORT_SERVICE: *len = c->service_len; return c->service;
-    case CP_SORT_POD: *len = c->pod_len; return c->pod;
-    case CP_SORT_THREAD: *len = c->thread_len; return c->thread;
-    default: fail_msg("not a text column %d", (int)col);
-    }
-    return NULL;
+    const char *t = cp_call_sort_text(c, col, len);
+    assert_non_null(t);
+    return t;
 }
 
 static int cmp64(int64_t a, int64_t b) { return (a > b) - (a < b); }
@@ -981,52 +956,7 @@ static void test_window_length_change(void **state)
     free(fx.calls);
 }
 
-/* Migration 1's SQL, verbatim (migrations are never edited, so this copy stays right): a
- * catalog as the previous release left it. */
-static const char migration1[] =
-    "CREATE TABLE pods ("
-    "  namespace TEXT NOT NULL, service_name TEXT NOT NULL, pod_name TEXT NOT NULL,"
-    "  active_since INTEGER, last_restart INTEGER, last_active INTEGER,"
-    "  tags TEXT NOT NULL DEFAULT '{}', pod_id TEXT NOT NULL,"
-    "  UNIQUE (namespace, pod_name));"
-    "CREATE INDEX pods_pod_id ON pods (pod_id);"
-    "CREATE TABLE pod_restarts ("
-    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, namespace TEXT NOT NULL,"
-    "  service_name TEXT NOT NULL, pod_id TEXT NOT NULL, active_since INTEGER, last_active INTEGER,"
-    "  UNIQUE (pod_id, restart_time));"
-    "CREATE TABLE dictionary ("
-    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, position INTEGER NOT NULL,"
-    "  pod_id TEXT NOT NULL, tag TEXT NOT NULL,"
-    "  UNIQUE (pod_id, restart_time, position));"
-    "CREATE TABLE params ("
-    "  pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, param_name TEXT NOT NULL,"
-    "  param_index INTEGER NOT NULL, param_list INTEGER NOT NULL, param_order INTEGER NOT NULL,"
-    "  signature TEXT NOT NULL, pod_id TEXT NOT NULL,"
-    "  UNIQUE (pod_id, restart_time, param_name));"
-    "CREATE TABLE dumps ("
-    "  uuid INTEGER PRIMARY KEY AUTOINCREMENT, created_time INTEGER, namespace TEXT,"
-    "  service_name TEXT, pod_name TEXT, pod_type TEXT, restart_time INTEGER, dump_type TEXT,"
-    "  bytes_size INTEGER, info TEXT, binary_data BLOB);"
-    "CREATE TABLE s3_files ("
-    "  uuid TEXT PRIMARY KEY, start_time INTEGER, end_time INTEGER, file_type TEXT, dump_type TEXT,"
-    "  namespace TEXT, duration_range INTEGER, file_name TEXT,"
-    "  status TEXT CHECK (status IN ('creating','created','transferring','completed','to_delete')),"
-    "  services TEXT, created_time INTEGER, api_version TEXT, rows_count INTEGER, file_size INTEGER,"
-    "  remote_storage_path TEXT, local_file_path TEXT);"
-    "CREATE TABLE inventory ("
-    "  uuid TEXT PRIMARY KEY, start_time INTEGER, end_time INTEGER,"
-    "  status TEXT CHECK (status IN ('creating','ready','persisting','persisted','to_delete')),"
-    "  table_type TEXT, table_name TEXT, created_time INTEGER, rows_count INTEGER,"
-    "  table_size INTEGER, total_table_size INTEGER);"
-    "CREATE TABLE streams ("
-    "  pod_id TEXT NOT NULL, restart_time INTEGER NOT NULL, stream TEXT NOT NULL,"
-    "  file_index INTEGER NOT NULL, handle TEXT NOT NULL, rotation_period INTEGER NOT NULL,"
-    "  rotation_size INTEGER NOT NULL, opened_ms INTEGER NOT NULL, closed_ms INTEGER,"
-    "  bytes INTEGER NOT NULL DEFAULT 0,"
-    "  status TEXT NOT NULL CHECK (status IN ('open','closed','failed')),"
-    "  error TEXT, path TEXT NOT NULL,"
-    "  UNIQUE (pod_id, restart_time, stream, file_index));";
-
+/* A catalog as the previous release left it (migration 1 only) upgrades in place. */
 static void test_migration_from_v1(void **state)
 {
     (void)state;
@@ -1040,7 +970,7 @@ static void test_migration_from_v1(void **state)
                                   "INSERT INTO schema_migrations VALUES (1, 1);",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, migration1, NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, cp_catalog_sqlite_migration(1), NULL, NULL, NULL), SQLITE_OK);
     assert_int_equal(sqlite3_exec(db,
                                   "INSERT INTO pods VALUES ('ns-a','svc-1','pod-1',1,1,1,'{}','ns-a/pod-1');"
                                   "INSERT INTO pod_restarts VALUES ('pod-1',5,'ns-a','svc-1','ns-a/pod-1',5,6);",
