@@ -73,12 +73,13 @@ typedef struct maint {
 static void *maintain_loop(void *arg)
 {
     maint *m = arg;
+    int behind = 0;
     while (!m->stop) {
-        for (int i = 0; i < 5 && !m->stop; i++) {
+        for (int i = 0; i < 5 && !m->stop && !behind; i++) {
             struct timespec ts = {0, 100000000};
             nanosleep(&ts, NULL);
         }
-        if (!m->stop) cp_catalog_maintain(m->c);
+        if (!m->stop) behind = cp_catalog_maintain(m->c) == CP_AGAIN; /* behind: at once */
     }
     return NULL;
 }

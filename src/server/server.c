@@ -94,14 +94,21 @@ static void on_check(uv_check_t *h)
 static void maintain_work(uv_work_t *w)
 {
     cp_server *s = w->data;
-    (void)cp_catalog_maintain(s->catalog); /* best effort: the next round retries */
+    /* best effort: the next round retries; CP_AGAIN = behind, go again at once */
+    s->maintain_behind = cp_catalog_maintain(s->catalog) == CP_AGAIN;
 }
+
+static void maybe_maintain(cp_server *s, uint64_t now);
 
 static void maintain_done(uv_work_t *w, int status)
 {
     cp_server *s = w->data;
     (void)status;
     s->maintaining = 0;
+    if (s->maintain_behind) {
+        s->next_maintain = 0;
+        maybe_maintain(s, uv_now(&s->loop));
+    }
 }
 
 static void maybe_maintain(cp_server *s, uint64_t now)

@@ -53,6 +53,13 @@ struct cp_sfile {
     cp_dec *dec;              /* created on the first payload; NULL for raw-only kinds */
     char *error;              /* why the file failed */
     cp_sfile *next_retired;   /* rotated trace/sql/xml files stay readable (conn->retired) */
+    /* The last bytes appended (trace, sql, xml): call assembly reads a call's events and
+     * values right after they arrive, and a copy here saves a pread per call. Allocated
+     * on the first payload, released when the file goes quiet (assembly timer). */
+    uint8_t *tail;
+    size_t tail_cap, tail_len; /* ring: the bytes [raw.size - tail_len, raw.size) */
+    size_t tail_head;          /* ring index where the next byte goes */
+    uint64_t last_write_ms;    /* loop time of the last append */
 };
 
 /* Per stream name: the open file and what a later INIT of that name needs. */
@@ -126,6 +133,7 @@ struct cp_server {
     cp_catalog *catalog;
     uv_work_t maintain;       /* catalog upkeep (WAL checkpoint) on the threadpool */
     int maintaining;
+    int maintain_behind;      /* the last upkeep left work behind (a large WAL): run again */
     uint64_t next_maintain;   /* loop time of the next one */
     uint64_t last_commit;     /* loop time of the last catalog commit */
     cp_rawlog_fdcache files;  /* open stream-file fds, capped (cp_rawlog.h) */
@@ -196,6 +204,9 @@ void cp_srv_asm_finish(cp_conn *c);
 void cp_srv_asm_pump(cp_conn *c);
 void cp_srv_asm_timer_start(cp_server *s);
 cp_dec_sink cp_srv_asm_sink(cp_sfile *f);   /* the sink of calls/trace/suspend files */
+/* Keeps the bytes just appended to f (trace/sql/xml) for cheap reads; reset after a cut. */
+void cp_srv_tail_add(cp_sfile *f, const uint8_t *p, size_t n);
+void cp_srv_tail_reset(cp_sfile *f);
 
 /* syncbatch.c */
 void cp_sync_init(cp_server *s);

@@ -132,29 +132,10 @@ typedef struct sqlite_catalog {
     sqlite3 *ckpt;   /* maintain()'s own connection: checkpoints off the writer's thread */
     cp_hot_writer *hot;
     char *wal_path;
-    uint64_t wal_checked_ns;
 } sqlite_catalog;
 
-#define WAL_TAIL_BYTES (64u << 20)     /* WAL size at which the writer copies the tail itself */
-#define WAL_CHECK_NS 1000000000ULL     /* how often the writer looks at the WAL size */
-
-/* Under a steady stream of commits the background checkpoint never catches up with the
- * WAL's end, so the WAL never starts over and grows without bound (bench/hot.c saw
- * 10 GB). When it is past WAL_TAIL_BYTES, the writer -- between transactions -- copies
- * the few frames committed since the background pass itself; the next write
- * transaction then restarts the WAL (journal_size_limit trims the file). That costs the
- * writer's thread one short checkpoint (its fsync covers only those frames) about once
- * per WAL_TAIL_BYTES of writes. */
-static void wal_tail_checkpoint(sqlite_catalog *c)
-{
-    uint64_t now = cp_mono_ns();
-    if (!c->wal_path || now - c->wal_checked_ns < WAL_CHECK_NS) return;
-    c->wal_checked_ns = now;
-    struct stat sb;
-    if (stat(c->wal_path, &sb) != 0 || (uint64_t)sb.st_size < WAL_TAIL_BYTES) return;
-    /* PASSIVE: never waits; busy (the background pass is running) just means later */
-    (void)sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-}
+#define WAL_RESTART_BYTES (64u << 20) /* WAL size at which maintain() makes it start over */
+#define WAL_TAIL_FRAMES 256              /* ... once at most this many frames are left to copy */
 
 static int fail(sqlite_catalog *c, const char *what)
 {
@@ -388,10 +369,7 @@ static int sq_commit(cp_catalog *base)
     c->in_txn = 0;
     int st = cp_hot_writer_flush(c->hot, c->err, sizeof c->err);
     if (st == CP_OK) {
-        if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
-            wal_tail_checkpoint(c);
-            return CP_OK;
-        }
+        if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return CP_OK;
         st = fail(c, "commit");
     }
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
@@ -431,13 +409,26 @@ static int sq_maintain(cp_catalog *base)
      * until one finds nothing new (bounded): the writer's next transaction after a pause
      * then restarts the WAL. A writer that never pauses between COMMIT and its next
      * BEGIN (saturated ingest) still keeps the WAL growing; see bench/hot.c. */
-    int rc = SQLITE_OK, prev = -1;
+    int rc = SQLITE_OK, prev = -1, log = 0, done = 0;
     for (int pass = 0; pass < CKPT_MAX_PASSES; pass++) {
-        int log = 0, done = 0;
         rc = sqlite3_wal_checkpoint_v2(c->ckpt, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done);
         if (rc != SQLITE_OK || done < log || log == prev) break;
         prev = log;
     }
+    /* Under saturated ingest that is never enough: the writer commits every 100 ms and
+     * begins again at once, so the WAL never starts over and grows without bound (10 GB
+     * in bench/hot.c). Once it is large and the passes above have copied all but a small
+     * tail, a RESTART checkpoint copies the tail and makes the next writer start the WAL
+     * over: it waits for the writer's open transaction to end (busy timeout) and holds
+     * the next one back only for the tail's copy and fsync -- milliseconds, because
+     * the passes already synced the rest. */
+    struct stat sb;
+    if (rc == SQLITE_OK && c->wal_path && stat(c->wal_path, &sb) == 0 && (uint64_t)sb.st_size >= WAL_RESTART_BYTES &&
+        log - done <= WAL_TAIL_FRAMES)
+        rc = sqlite3_wal_checkpoint_v2(c->ckpt, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
+    if (rc == SQLITE_OK && c->wal_path && stat(c->wal_path, &sb) == 0 && (uint64_t)sb.st_size >= WAL_RESTART_BYTES &&
+        log - done > WAL_TAIL_FRAMES)
+        return CP_AGAIN; /* a RESTART that went through leaves a large file until the next write trims it */
     return rc == SQLITE_OK || rc == SQLITE_BUSY ? CP_OK : CP_EIO;
 }
 

@@ -87,7 +87,8 @@ typedef struct cp_catalog_ops {
     const char *(*errmsg)(const cp_catalog *c);
     /* Background upkeep that may wait on the disk (SQLite: a WAL checkpoint, which
      * fsyncs). The one operation that may run on another thread, concurrently with the
-     * others: it uses its own connection. Never run two at once. */
+     * others: it uses its own connection. Never run two at once. CP_AGAIN: it is behind
+     * (the WAL is still large): run it again soon. */
     int (*maintain)(cp_catalog *c);
     /* commits, then releases everything. */
     void (*close)(cp_catalog *c);
