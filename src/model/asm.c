@@ -20,8 +20,9 @@
 #define MAX_SEGS 65536          /* chunks per call: beyond, the call is too large */
 #define MAX_THREADS 1000000     /* thread states per connection */
 #define MAX_SPARE 1024          /* recycled pcalls / extents kept per connection */
-#define VCACHE_SLOTS 64         /* resolved-value cache entries per connection */
+#define VCACHE_SLOTS 512        /* resolved-value cache entries per connection */
 #define VCACHE_BYTES (1u << 20) /* ... and the text they may hold together */
+#define VALUE_FIRST_READ 1024   /* bytes read at a value's offset in the first go */
 
 /* ---- intrusive lists ------------------------------------------------------------------ */
 
@@ -842,8 +843,10 @@ static int read_value(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, siz
     }
     int64_t size = a->io.size(a->io.ud, sk, file);
     if (size < 0 || size <= offset) return ASM_LATER;
-    uint8_t hdr[5];
-    size_t hn = (uint64_t)size - (uint64_t)offset < 5 ? (size_t)((uint64_t)size - (uint64_t)offset) : 5;
+    /* one read for the length and, for most values, the text too */
+    uint8_t hdr[VALUE_FIRST_READ];
+    uint64_t left = (uint64_t)size - (uint64_t)offset;
+    size_t hn = left < sizeof hdr ? (size_t)left : sizeof hdr;
     long got = a->io.read(a->io.ud, sk, file, (uint64_t)offset, hdr, hn);
     if (got < 0) {
         *err = (int)got;
@@ -858,8 +861,15 @@ static int read_value(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, siz
     uint64_t bytes = (uint64_t)units * 2;
     if (bytes > *budget) return ASM_DONE;
     cp_buf_reset(&a->vbuf);
-    if (read_range(a, sk, file, (uint64_t)offset + rd.pos, bytes, &a->vbuf, err) == ASM_LATER) return ASM_LATER;
-    if (*err) return ASM_DONE;
+    if (rd.pos + bytes <= (uint64_t)got) {
+        if (cp_buf_append(&a->vbuf, hdr + rd.pos, (size_t)bytes) != CP_OK) {
+            *err = CP_ENOMEM;
+            return ASM_DONE;
+        }
+    } else {
+        if (read_range(a, sk, file, (uint64_t)offset + rd.pos, bytes, &a->vbuf, err) == ASM_LATER) return ASM_LATER;
+        if (*err) return ASM_DONE;
+    }
     cp_buf_reset(&a->sbuf);
     cp_str16 s = {a->vbuf.data, (uint32_t)units};
     if (cp_str16_to_utf8(&a->sbuf, s) != CP_OK) {

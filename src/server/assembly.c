@@ -155,8 +155,10 @@ void cp_srv_asm_finish(cp_conn *c)
     cp_asm_stats as;
     cp_asm_get_stats(c->asm_, &as);
     if (as.calls_in)
-        cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: %llu calls stored, %llu without a trace", c->peer,
-                   c->pod.pod_id, (unsigned long long)as.calls_out, (unsigned long long)as.without_trace);
+        cp_srv_log(c->srv, CP_LOG_INFO,
+                   "%s: pod %s: %llu calls stored, %llu without a trace (%llu sql/xml values read, %llu trace bytes)",
+                   c->peer, c->pod.pod_id, (unsigned long long)as.calls_out, (unsigned long long)as.without_trace,
+                   (unsigned long long)as.values_read, (unsigned long long)as.trace_bytes_read);
     cp_asm_free(c->asm_);
     c->asm_ = NULL;
 }
