@@ -14,8 +14,9 @@
 
 #define ASM_TIMER_MS 250          /* granularity of the assembly waits */
 #define WINDOWS_INTERVAL_MS 60000 /* hot windows are created ahead this often */
-#define TAIL_TRACE (64 * 1024)    /* recent trace bytes kept per connection */
+#define TAIL_TRACE (16 * 1024)    /* recent trace bytes kept per connection, to begin with */
 #define TAIL_VALUES (16 * 1024)   /* recent sql / xml bytes */
+#define TAIL_MAX (1024 * 1024)    /* a busy agent's copy grows up to this */
 #define TAIL_IDLE_MS 30000        /* a file quiet this long gives its copy back */
 
 /* ---- the recent bytes of trace/sql/xml files -------------------------------------------- */
@@ -63,6 +64,22 @@ static int tail_read(const cp_sfile *f, uint64_t off, void *buf, size_t n)
     return 1;
 }
 
+/* A read the copy could not serve: the agent sends more between a call's trace and its
+ * calls record (one flush cycle) than the copy holds, so double it (bounded). */
+static void tail_grow(cp_sfile *f)
+{
+    if (!f->tail || f->tail_cap >= TAIL_MAX) return;
+    size_t cap = f->tail_cap * 2;
+    uint8_t *t = malloc(cap);
+    if (!t) return;
+    /* linearise: the kept bytes first, the ring's next write right after them */
+    if (f->tail_len && !tail_read(f, f->raw.size - f->tail_len, t, f->tail_len)) f->tail_len = 0;
+    free(f->tail);
+    f->tail = t;
+    f->tail_cap = cap;
+    f->tail_head = f->tail_len;
+}
+
 static void tail_release_quiet(cp_conn *c, uint64_t now)
 {
     cp_stream_kind kinds[] = {CP_STREAM_TRACE, CP_STREAM_SQL, CP_STREAM_XML};
@@ -99,6 +116,7 @@ static long io_read(void *ud, cp_stream_kind kind, int32_t file_index, uint64_t 
     cp_sfile *f = find_file(ud, kind, file_index);
     if (!f) return CP_ENOTFOUND;
     if (off + n <= f->raw.size && tail_read(f, off, buf, n)) return (long)n;
+    if (kind == CP_STREAM_TRACE && f == f->conn->slots[kind].file) tail_grow(f);
     return cp_rawlog_file_pread(&f->raw, buf, n, off);
 }
 
