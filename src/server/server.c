@@ -266,6 +266,8 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
         snprintf(err, errlen, "catalog: %s", cp_catalog_errmsg(s->catalog));
         st = CP_EINVAL;
     }
+    if (st == CP_OK) st = cp_srv_recover(s);
+    if (st != CP_OK && !err[0]) snprintf(err, errlen, "crash recovery failed (see the log)");
     if (st == CP_OK) s->fs_fd = open(cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* -1: no syncfs */
     if (st == CP_OK) st = bind_listener(s, err, errlen);
     if (st != CP_OK) {

@@ -8,6 +8,7 @@
  *   syncbatch.c  group commit: the fsyncs behind REQUEST_ACK_FLUSH acks
  *   assembly.c   call assembly per connection (cp_asm) wired to the stream files and
  *                the hot tier; the assembly timer; hot-window upkeep
+ *   recover.c    at start: calls of connections a crash cut off, from the raw log
  *
  * Everything runs on the loop thread except the sync worker, which only touches the
  * fds and directory paths copied into its batch.
@@ -207,6 +208,9 @@ cp_dec_sink cp_srv_asm_sink(cp_sfile *f);   /* the sink of calls/trace/suspend f
 /* Keeps the bytes just appended to f (trace/sql/xml) for cheap reads; reset after a cut. */
 void cp_srv_tail_add(cp_sfile *f, const uint8_t *p, size_t n);
 void cp_srv_tail_reset(cp_sfile *f);
+
+/* recover.c: re-assembles the calls of pod restarts a crash left open (at start). */
+int cp_srv_recover(cp_server *s);
 
 /* syncbatch.c */
 void cp_sync_init(cp_server *s);

@@ -131,6 +131,7 @@ typedef struct sqlite_catalog {
     char *path;
     sqlite3 *ckpt;   /* maintain()'s own connection: checkpoints off the writer's thread */
     cp_hot_writer *hot;
+    int64_t window_ms;  /* hot-tier window length (set_windows) */
     char *wal_path;
 } sqlite_catalog;
 
@@ -350,6 +351,7 @@ static int sq_call_put(cp_catalog *base, const cp_call *call)
 static int sq_set_windows(cp_catalog *base, int64_t window_ms, int64_t ahead_ms)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
+    c->window_ms = window_ms;
     return cp_hot_writer_set_windows(c->hot, window_ms, ahead_ms, c->err, sizeof c->err);
 }
 
@@ -374,6 +376,99 @@ static int sq_commit(cp_catalog *base)
     }
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     cp_hot_writer_rollback(c->hot);
+    return st;
+}
+
+/* ---- crash recovery ------------------------------------------------------------------ */
+
+static int sq_unfinished(cp_catalog *base, int (*fn)(void *ud, const cp_catalog_pod *p), void *ud)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db,
+                           "SELECT r.namespace, r.service_name, r.pod_name, r.pod_id, r.restart_time FROM pod_restarts r"
+                           " WHERE EXISTS (SELECT 1 FROM streams s WHERE s.pod_id = r.pod_id"
+                           "               AND s.restart_time = r.restart_time AND s.status = 'open')"
+                           " ORDER BY r.restart_time",
+                           -1, &s, NULL) != SQLITE_OK)
+        return fail(c, "list unfinished restarts");
+    int rc, st = CP_OK;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        cp_catalog_pod p = {(const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
+                            (const char *)sqlite3_column_text(s, 2), (const char *)sqlite3_column_text(s, 3),
+                            sqlite3_column_int64(s, 4)};
+        if (!p.ns || !p.service || !p.pod || !p.pod_id) continue;
+        if ((st = fn(ud, &p)) != 0) break;
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = fail(c, "list unfinished restarts");
+    sqlite3_finalize(s);
+    return st;
+}
+
+static int sq_restart_files(cp_catalog *base, const cp_catalog_pod *p,
+                            int (*fn)(void *ud, const char *stream, int64_t file_index, const char *path), void *ud)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db,
+                           "SELECT stream, file_index, path FROM streams WHERE pod_id = ?1 AND restart_time = ?2"
+                           " ORDER BY stream, file_index",
+                           -1, &s, NULL) != SQLITE_OK)
+        return fail(c, "list stream files");
+    bind_text(s, 1, p->pod_id);
+    sqlite3_bind_int64(s, 2, p->restart_ms);
+    int rc, st = CP_OK;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        const char *stream = (const char *)sqlite3_column_text(s, 0), *path = (const char *)sqlite3_column_text(s, 2);
+        if (!stream || !path) continue;
+        if ((st = fn(ud, stream, sqlite3_column_int64(s, 1), path)) != 0) break;
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = fail(c, "list stream files");
+    sqlite3_finalize(s);
+    return st;
+}
+
+static int sq_call_exists(cp_catalog *base, const cp_call *call)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int64_t start;
+    if (cp_hot_window_start(call->ts_ms, c->window_ms, &start) != CP_OK) return 0;
+    char suffix[CP_HOT_SUFFIX_LEN], sql[256];
+    cp_hot_window_suffix(start, suffix);
+    snprintf(sql, sizeof sql,
+             "SELECT 1 FROM calls_%s WHERE time = ?1 AND restart_time = ?2 AND pod_hash = ?3"
+             " AND trace_file_index = ?4 AND buffer_offset = ?5 AND record_index = ?6 LIMIT 1",
+             suffix);
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK) return 0; /* no such window yet */
+    sqlite3_bind_int64(s, 1, call->ts_ms);
+    sqlite3_bind_int64(s, 2, call->restart_ms);
+    sqlite3_bind_int64(s, 3, (int64_t)cp_pod_hash(call->ns, call->ns_len, call->pod, call->pod_len));
+    sqlite3_bind_int(s, 4, call->trace_file_index);
+    sqlite3_bind_int(s, 5, call->buffer_offset);
+    sqlite3_bind_int(s, 6, call->record_index);
+    int rc = sqlite3_step(s);
+    int st = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : fail(c, "look up a call");
+    sqlite3_finalize(s);
+    return st;
+}
+
+static int sq_restart_finish(cp_catalog *base, const cp_catalog_pod *p, const char *note)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = begin(c);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db,
+                           "UPDATE streams SET status = 'closed', error = ?3 WHERE pod_id = ?1 AND restart_time = ?2"
+                           " AND status = 'open'",
+                           -1, &s, NULL) != SQLITE_OK)
+        return fail(c, "finish a restart");
+    bind_text(s, 1, p->pod_id);
+    sqlite3_bind_int64(s, 2, p->restart_ms);
+    bind_text(s, 3, note);
+    st = sqlite3_step(s) == SQLITE_DONE ? CP_OK : fail(c, "finish a restart");
+    sqlite3_finalize(s);
     return st;
 }
 
@@ -460,6 +555,10 @@ static const cp_catalog_ops sqlite_ops = {
     .errmsg = sq_errmsg,
     .close = sq_close,
     .maintain = sq_maintain,
+    .unfinished = sq_unfinished,
+    .restart_files = sq_restart_files,
+    .call_exists = sq_call_exists,
+    .restart_finish = sq_restart_finish,
 };
 
 /* ---- open ------------------------------------------------------------------------------- */
@@ -503,6 +602,7 @@ int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t
     }
     c->base.ops = &sqlite_ops;
     c->path = strdup(path);
+    c->window_ms = CP_HOT_DEFAULT_WINDOW_MS;
     size_t plen = strlen(path);
     c->wal_path = malloc(plen + 5);
     if (c->wal_path) memcpy(c->wal_path, path, plen), memcpy(c->wal_path + plen, "-wal", 5);

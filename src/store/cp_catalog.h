@@ -82,6 +82,17 @@ typedef struct cp_catalog_ops {
      * holding now_ms up to now_ms + ahead (inventory status ready). Cheap when they
      * exist. Runs on the owner's thread. */
     int (*windows_prepare)(cp_catalog *c, int64_t now_ms);
+    /* ---- crash recovery: pod restarts whose connection did not end cleanly ---- */
+    /* fn(pod) for every pod restart with a stream file still "open" (the server was
+     * killed while the agent was connected). */
+    int (*unfinished)(cp_catalog *c, int (*fn)(void *ud, const cp_catalog_pod *p), void *ud);
+    /* fn(stream, file_index, path) for the restart's stream files, by stream then index. */
+    int (*restart_files)(cp_catalog *c, const cp_catalog_pod *p,
+                         int (*fn)(void *ud, const char *stream, int64_t file_index, const char *path), void *ud);
+    /* 1 if the hot tier already has this call (same ref), 0 if not, or a negative status. */
+    int (*call_exists)(cp_catalog *c, const cp_call *call);
+    /* Marks the restart's open stream files closed (status "closed", error = note). */
+    int (*restart_finish)(cp_catalog *c, const cp_catalog_pod *p, const char *note);
     /* commits the open write transaction, if any. */
     int (*commit)(cp_catalog *c);
     const char *(*errmsg)(const cp_catalog *c);
@@ -141,6 +152,22 @@ static inline int cp_catalog_set_windows(cp_catalog *c, int64_t window_ms, int64
 static inline int cp_catalog_windows_prepare(cp_catalog *c, int64_t now_ms)
 {
     return c->ops->windows_prepare(c, now_ms);
+}
+static inline int cp_catalog_unfinished(cp_catalog *c, int (*fn)(void *ud, const cp_catalog_pod *p), void *ud)
+{
+    return c->ops->unfinished(c, fn, ud);
+}
+static inline int cp_catalog_restart_files(cp_catalog *c, const cp_catalog_pod *p,
+                                           int (*fn)(void *ud, const char *stream, int64_t file_index,
+                                                     const char *path),
+                                           void *ud)
+{
+    return c->ops->restart_files(c, p, fn, ud);
+}
+static inline int cp_catalog_call_exists(cp_catalog *c, const cp_call *call) { return c->ops->call_exists(c, call); }
+static inline int cp_catalog_restart_finish(cp_catalog *c, const cp_catalog_pod *p, const char *note)
+{
+    return c->ops->restart_finish(c, p, note);
 }
 static inline int cp_catalog_commit(cp_catalog *c) { return c->ops->commit(c); }
 static inline int cp_catalog_maintain(cp_catalog *c) { return c->ops->maintain ? c->ops->maintain(c) : CP_OK; }
