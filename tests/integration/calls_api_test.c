@@ -655,8 +655,8 @@ static void test_calls_survive_kill(void **state)
         snprintf(names[nnames++], sizeof names[0], "%s", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
     for (int i = 0; i < nnames && deleted < 20; i++) {
-        char sql[256];
-        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE id IN (SELECT id FROM %s LIMIT %d)", names[i], names[i],
+        char sql[512];
+        snprintf(sql, sizeof sql, "DELETE FROM %.60s WHERE id IN (SELECT id FROM %.60s LIMIT %d)", names[i], names[i],
                  20 - deleted);
         assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
         deleted += sqlite3_changes(db);
