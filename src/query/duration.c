@@ -4,7 +4,7 @@
  * nothing is copied: the input can be any length without a buffer to bound. Amounts are
  * converted to whole milliseconds in integer arithmetic (no double rounding surprises:
  * "0.0005s" is exactly half a millisecond and rounds up to 1). */
-#include "query/cp_query.h"
+#include "query_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,17 +44,6 @@ static char dur_peek2(dur_rd *r)
 
 static int dur_is_digit(char c) { return c >= '0' && c <= '9'; }
 
-static int dur_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int dur_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return CP_EINVAL;
-}
 
 /* v = v * 10 + d, refusing to reach INT64_MAX: that value means "no upper bound". */
 static int dur_push_digit(int64_t *v, int d)
@@ -68,10 +57,10 @@ static int dur_push_digit(int64_t *v, int d)
  * rounding digit cannot change a half-up result, so they are only skipped. */
 static int dur_amount(dur_rd *r, int64_t *ms, char *err, size_t errlen)
 {
-    if (!dur_is_digit(dur_peek(r))) return dur_fail(err, errlen, "a number expected at offset %zu", r->i);
+    if (!dur_is_digit(dur_peek(r))) return cp_query_fail(err, errlen, "a number expected at offset %zu", r->i);
     int64_t whole = 0;
     while (dur_is_digit(dur_peek(r))) {
-        if (!dur_push_digit(&whole, r->s[r->i] - '0')) return dur_fail(err, errlen, "number too large");
+        if (!dur_push_digit(&whole, r->s[r->i] - '0')) return cp_query_fail(err, errlen, "number too large");
         r->i++;
     }
     char frac[4] = {'0', '0', '0', '0'}; /* the digits that matter for seconds: ms + rounding */
@@ -92,11 +81,11 @@ static int dur_amount(dur_rd *r, int64_t *ms, char *err, size_t errlen)
     int round_digit = frac[0] - '0';
     if (seconds) {
         for (int k = 0; k < 3; k++)
-            if (!dur_push_digit(&v, frac[k] - '0')) return dur_fail(err, errlen, "number too large");
+            if (!dur_push_digit(&v, frac[k] - '0')) return cp_query_fail(err, errlen, "number too large");
         round_digit = frac[3] - '0';
     }
     if (round_digit >= 5) {
-        if (v == INT64_MAX - 1) return dur_fail(err, errlen, "number too large");
+        if (v == INT64_MAX - 1) return cp_query_fail(err, errlen, "number too large");
         v++;
     }
     *ms = v;
@@ -127,14 +116,14 @@ int cp_duration_parse(const char *s, size_t n, cp_duration_filter *out, char *er
     if (op == EXACT) f = (cp_duration_filter){a, a};
 
     if (!has_op && dur_peek(&r) == '.') { /* range: amount ".." { "." } amount */
-        if (!(dur_take(&r, '.') && dur_take(&r, '.'))) return dur_fail(err, errlen, "\"..\" expected at offset %zu", r.i);
+        if (!(dur_take(&r, '.') && dur_take(&r, '.'))) return cp_query_fail(err, errlen, "\"..\" expected at offset %zu", r.i);
         while (dur_take(&r, '.')) {
         }
         st = dur_amount(&r, &b, err, errlen);
         if (st != CP_OK) return st;
         f = a <= b ? (cp_duration_filter){a, b} : (cp_duration_filter){b, a};
     }
-    if (dur_peek(&r) != 0 || r.i < r.n) return dur_fail(err, errlen, "unexpected text at offset %zu", r.i);
+    if (dur_peek(&r) != 0 || r.i < r.n) return cp_query_fail(err, errlen, "unexpected text at offset %zu", r.i);
     *out = f;
     return CP_OK;
 }

@@ -18,7 +18,7 @@
  * The params JSON is the product's own (cp_call.params_json), but it comes from storage;
  * the walker never reads outside it and treats malformed text as ending where it breaks
  * (params seen before still count). */
-#include "query/cp_query.h"
+#include "query_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -357,17 +357,6 @@ int cp_search_match(const cp_search *q, const cp_call_view *v)
 
 /* ---- parsing ----------------------------------------------------------------------- */
 
-static int search_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int search_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return CP_EINVAL;
-}
 
 /* Copies s[0..n) lowercased into the arena; returns the copy. */
 static const char *arena_lower(cp_search *q, size_t *used, const char *s, size_t n)
@@ -415,7 +404,7 @@ static int parse_term(cp_search *q, size_t *used, const char *s, size_t n, size_
     t->name = NULL;
     t->name_len = 0;
     if (is_quote((unsigned char)s[at])) {
-        if (scan_phrase(s, n, at, &from, &to) < 0) return search_fail(err, errlen, "unterminated quote at offset %zu", at);
+        if (scan_phrase(s, n, at, &from, &to) < 0) return cp_query_fail(err, errlen, "unterminated quote at offset %zu", at);
         next = to + 1;
     } else {
         next = word_end(s, n, at);
@@ -424,11 +413,11 @@ static int parse_term(cp_search *q, size_t *used, const char *s, size_t n, size_
         const char *eq = s[at] == '$' ? memchr(s + at + 1, '=', next - at - 1) : NULL;
         if (eq) { /* $name=value; "$name" alone stays a word */
             size_t name_from = at + 1, name_to = (size_t)(eq - s);
-            if (name_to == name_from) return search_fail(err, errlen, "empty param name at offset %zu", at);
+            if (name_to == name_from) return cp_query_fail(err, errlen, "empty param name at offset %zu", at);
             size_t v = name_to + 1;
             if (v < n && is_quote((unsigned char)s[v])) {
                 if (scan_phrase(s, n, v, &from, &to) < 0)
-                    return search_fail(err, errlen, "unterminated quote at offset %zu", v);
+                    return cp_query_fail(err, errlen, "unterminated quote at offset %zu", v);
                 next = to + 1;
             } else {
                 from = v;
@@ -476,7 +465,7 @@ int cp_search_parse(const char *s, size_t n, cp_search **out, char *err, size_t 
     if (err && errlen) err[0] = '\0';
     if (!s) n = 0;
     if (n > SEARCH_MAX_BYTES || utf8_chars(s, n) > CP_SEARCH_MAX_TEXT)
-        return search_fail(err, errlen, "query longer than %d characters", CP_SEARCH_MAX_TEXT);
+        return cp_query_fail(err, errlen, "query longer than %d characters", CP_SEARCH_MAX_TEXT);
     /* needles and names are disjoint slices of the text: n bytes of arena suffice */
     cp_search *q = calloc(1, sizeof *q + n + 1);
     if (!q) return CP_ENOMEM;
@@ -486,7 +475,7 @@ int cp_search_parse(const char *s, size_t n, cp_search **out, char *err, size_t 
         if (i >= n) break;
         if (q->nterms == CP_SEARCH_MAX_TERMS) {
             free(q);
-            return search_fail(err, errlen, "more than %d terms", CP_SEARCH_MAX_TERMS);
+            return cp_query_fail(err, errlen, "more than %d terms", CP_SEARCH_MAX_TERMS);
         }
         int st = parse_term(q, &used, s, n, &i, &q->terms[q->nterms], err, errlen);
         if (st != CP_OK) {
