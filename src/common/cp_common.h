@@ -277,4 +277,16 @@ int cp_read_file(const char *path, size_t max, cp_buf *out);
  * can be anything, and a garbage time must stay garbage, not become UB. */
 static inline int64_t cp_add_wrap64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 
+/* murmur3's 64-bit finaliser: every input bit reaches every output bit, so the low bits
+ * can index a power-of-two hash table. */
+static inline uint64_t cp_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
 #endif

@@ -9,6 +9,10 @@
 /* write() until all n bytes are out, retrying short writes and EINTR. */
 int cp_write_all(int fd, const void *p, size_t n);
 
+/* pread() until n bytes are in or the file ends, retrying short reads and EINTR: the
+ * bytes read, or -1 (errno set). */
+long cp_pread_all(int fd, void *p, size_t n, uint64_t off);
+
 /* Opens a directory read-only and fsyncs it, so entries created in it are durable. */
 int cp_fsync_dir(const char *path);
 

@@ -89,3 +89,18 @@ int cp_path_unescape(cp_buf *out, const char *s, size_t n)
     }
     return CP_OK;
 }
+
+long cp_pread_all(int fd, void *p, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (char *)p + got, n - got, (off_t)(off + got));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (r == 0) break;
+        got += (size_t)r;
+    }
+    return (long)got;
+}

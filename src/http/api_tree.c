@@ -33,10 +33,12 @@ typedef struct tree_ctx {
     int64_t restart_ms;
 } tree_ctx;
 
+/* The words the catalog returns for one blob: their bytes in text, (id, offset, length)
+ * in at (offsets, because text moves while it grows). */
 typedef struct word_list {
-    cp_blob_word *w;
+    struct word_at { int32_t id; size_t off, len; } *at;
     size_t n, cap;
-    cp_buf text;           /* the words' bytes; w[].text points into it once complete */
+    cp_buf text;
     int oom;
 } word_list;
 
@@ -45,21 +47,32 @@ static int got_word(void *ud, int32_t id, const char *text, size_t len)
     word_list *l = ud;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 64;
-        cp_blob_word *w = realloc(l->w, cap * sizeof *w);
-        if (!w) {
+        struct word_at *at = realloc(l->at, cap * sizeof *at);
+        if (!at) {
             l->oom = 1;
             return 1;
         }
-        l->w = w;
+        l->at = at;
         l->cap = cap;
     }
-    /* offsets for now: the text buffer may move while it grows */
-    l->w[l->n++] = (cp_blob_word){id, (const char *)(uintptr_t)l->text.len, len};
+    l->at[l->n++] = (struct word_at){id, l->text.len, len};
     if (cp_buf_append(&l->text, text, len) != CP_OK) {
         l->oom = 1;
         return 1;
     }
     return 0;
+}
+
+static int attach_words(cp_blob *b, const word_list *wl)
+{
+    if (!wl->n) return CP_OK;
+    cp_blob_word *w = malloc(wl->n * sizeof *w);
+    if (!w) return CP_ENOMEM;
+    for (size_t i = 0; i < wl->n; i++)
+        w[i] = (cp_blob_word){wl->at[i].id, (const char *)wl->text.data + wl->at[i].off, wl->at[i].len};
+    int st = cp_blob_attach_words(b, w, wl->n);
+    free(w);
+    return st;
 }
 
 /* Opens the fetched blob, gives it its pod restart's dictionary words and adds it. */
@@ -77,10 +90,8 @@ static int tree_add_fetched(tree_ctx *t, cp_reader *r)
         if (st == CP_ECORRUPT) snprintf(t->err, sizeof t->err, "the trace does not decode");
         if (st == CP_OK && nids) st = cp_reader_words(r, t->ns, t->pod, t->restart_ms, ids, nids, got_word, &wl);
         if (st == CP_OK && wl.oom) st = CP_ENOMEM;
-        if (st == CP_OK) {
-            for (size_t i = 0; i < wl.n; i++) wl.w[i].text = (const char *)wl.text.data + (uintptr_t)wl.w[i].text;
-            st = cp_blob_attach_words(b, wl.w, wl.n);
-        } else if (st != CP_ENOMEM && st != CP_ECORRUPT) {
+        if (st == CP_OK) st = attach_words(b, &wl);
+        else if (st != CP_ENOMEM && st != CP_ECORRUPT) {
             snprintf(t->err, sizeof t->err, "dictionary: %s", cp_reader_errmsg(r));
             st = CP_EIO;
         }
@@ -88,7 +99,7 @@ static int tree_add_fetched(tree_ctx *t, cp_reader *r)
     if (st == CP_OK) st = cp_tree_add(t->tree, b, t->err, sizeof t->err);
     cp_blob_free(b);
     free(ids);
-    free(wl.w);
+    free(wl.at);
     cp_buf_free(&wl.text);
     if (st == CP_OK) t->added++;
     return st;

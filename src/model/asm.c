@@ -58,13 +58,7 @@ typedef struct kmap {
     size_t cap, n;              /* cap is a power of two */
 } kmap;
 
-static uint64_t kmix(uint64_t a, uint64_t b)
-{
-    uint64_t h = a * 0x9E3779B97F4A7C15ULL ^ (b + 0x632BE59BD9B4E019ULL + (a << 6) + (a >> 2));
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ULL;
-    return h ^ (h >> 29);
-}
+static uint64_t kmix(uint64_t a, uint64_t b) { return cp_mix64(a ^ cp_mix64(b + 0x632BE59BD9B4E019ULL)); }
 
 static int kmap_grow(kmap *m)
 {
@@ -171,17 +165,15 @@ typedef struct thread_state {
     extent *cur;                /* the root call being tracked, or NULL */
 } thread_state;
 
-typedef enum { PC_WAIT_TRACE, PC_READY, PC_RETRY } pc_state;
-
 typedef struct pcall {
     link q;                     /* in waiting / ready / retry */
     struct pcall *dup;          /* other waiting calls with the same pointer */
-    uint8_t state;
     int64_t arrived_ms;         /* when it came in (trace wait) */
     int64_t first_try_ms;       /* first assembly attempt (value/word wait); 0 = none */
     cp_call_rec rec;            /* pointers cleared; strings in data */
     size_t thread_len;
     size_t nparams;
+    size_t nvalues;             /* values over all params, a param without values counting 1 */
     cp_buf data;                /* thread name, then params: i32 id, u32 n, n x (u32 len, bytes) */
 } pcall;
 
@@ -195,13 +187,13 @@ struct cp_asm {
     cp_asm_limits lim;
     cp_asm_io io;
     char *ns, *service, *pod;
+    size_t ns_len, service_len, pod_len;
     int64_t restart_ms;
     cp_dict dict;
     int32_t call_red_id;        /* dictionary id of "call.red", -1 if unknown */
     /* trace */
     int64_t timer_start;        /* of the current trace file */
     thread_state *thr;          /* the chunk being decoded belongs to it */
-    int32_t chunk_file;
     uint64_t chunk_off;
     int64_t chunk_thread, chunk_time;
     kmap threads;               /* thread id -> thread_state */
@@ -265,6 +257,9 @@ cp_asm *cp_asm_new(const cp_asm_pod *pod, const cp_asm_limits *limits, const cp_
     a->service = strdup(pod->service ? pod->service : "");
     a->pod = strdup(pod->pod ? pod->pod : "");
     a->restart_ms = pod->restart_ms;
+    a->ns_len = a->ns ? strlen(a->ns) : 0;
+    a->service_len = a->service ? strlen(a->service) : 0;
+    a->pod_len = a->pod ? strlen(a->pod) : 0;
     a->call_red_id = -1;
     cp_dict_init(&a->dict);
     list_init(&a->done);
@@ -557,7 +552,6 @@ int cp_asm_trace(cp_asm *a, int32_t file_index, const cp_trace_rec *r, int64_t n
     case CP_TRACE_CHUNK_BEGIN:
         t = a->thr = thread_get(a, r->thread_id);
         if (!t) return CP_ENOMEM;
-        a->chunk_file = file_index;
         a->chunk_off = r->chunk_offset;
         a->chunk_thread = r->thread_id;
         a->chunk_time = r->chunk_time_ms;
@@ -641,6 +635,7 @@ static pcall *pcall_new(cp_asm *a, const cp_call_rec *r, int64_t now_ms)
         const cp_call_param *prm = &r->params[i];
         st = cp_buf_append(&p->data, &prm->id, sizeof prm->id);
         if (st == CP_OK) st = put_u32(&p->data, prm->nvalues);
+        p->nvalues += prm->nvalues ? prm->nvalues : 1;
         for (uint32_t j = 0; st == CP_OK && j < prm->nvalues; j++) {
             size_t at = p->data.len, n;
             st = put_u32(&p->data, 0);
@@ -658,6 +653,29 @@ static pcall *pcall_new(cp_asm *a, const cp_call_rec *r, int64_t now_ms)
     }
     return p;
 }
+
+/* One param of a pcall's packed data; pparam_next moves *s past it. */
+typedef struct pparam {
+    int32_t id;
+    uint32_t n;                 /* values */
+    const uint8_t *vals;        /* n x (u32 len, bytes) */
+} pparam;
+
+static void pparam_next(const uint8_t **s, pparam *out)
+{
+    memcpy(&out->id, *s, 4);
+    memcpy(&out->n, *s + 4, 4);
+    const uint8_t *q = out->vals = *s + 8;
+    for (uint32_t i = 0; i < out->n; i++) {
+        uint32_t l;
+        memcpy(&l, q, 4);
+        q += 4 + l;
+    }
+    *s = q;
+}
+
+static const uint8_t *pparams_begin(const pcall *p) { return p->data.data + p->thread_len; }
+static const uint8_t *pparams_end(const pcall *p) { return p->data.data + p->data.len; }
 
 static void waiting_remove(cp_asm *a, pcall *p)
 {
@@ -677,7 +695,6 @@ static void waiting_remove(cp_asm *a, pcall *p)
 
 static void to_ready(cp_asm *a, pcall *p)
 {
-    p->state = PC_READY;
     list_push(&a->ready, &p->q);
 }
 
@@ -703,7 +720,6 @@ int cp_asm_call(cp_asm *a, const cp_call_rec *r, int64_t now_ms)
         return CP_OK;
     }
     pcall *head = kmap_get(&a->waiting_by_key, ka, kb);
-    p->state = PC_WAIT_TRACE;
     if (head) { /* a second call with the same pointer: it waits behind the first */
         pcall *t = head;
         while (t->dup) t = t->dup;
@@ -915,25 +931,13 @@ static int cmp_pv(const void *x, const void *y)
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
-/* Fills a->params_json; *missing = a param name is not in the dictionary yet. */
-static int params_json(cp_asm *a, const pcall *p, int *error, int *missing)
+/* Fills a->params_json (names the dictionary lacks become "#<id>"). */
+static int params_json(cp_asm *a, const pcall *p, int *error)
 {
     cp_buf *j = &a->params_json;
     cp_buf_reset(j);
     *error = 0;
-    const uint8_t *q = p->data.data + p->thread_len, *end = p->data.data + p->data.len;
-    size_t count = 0;
-    for (const uint8_t *s = q; s < end;) { /* count values */
-        uint32_t n;
-        memcpy(&n, s + 4, 4);
-        s += 8;
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t l;
-            memcpy(&l, s, 4);
-            s += 4 + l;
-        }
-        count += n ? n : 1;
-    }
+    size_t count = p->nvalues;
     if (count > a->cappv) {
         size_t cap = a->cappv ? a->cappv : 16;
         while (cap < count) cap *= 2;
@@ -946,25 +950,22 @@ static int params_json(cp_asm *a, const pcall *p, int *error, int *missing)
     size_t k = 0;
     cp_buf names = a->names; /* reused storage; handed back below */
     cp_buf_reset(&names);
-    for (const uint8_t *s = q; s < end;) {
-        int32_t id;
-        uint32_t n;
-        memcpy(&id, s, 4);
-        memcpy(&n, s + 4, 4);
-        s += 8;
+    for (const uint8_t *s = pparams_begin(p), *end = pparams_end(p); s < end;) {
+        pparam prm;
+        pparam_next(&s, &prm);
         size_t nlen;
-        const char *name = cp_dict_get(&a->dict, id, &nlen);
-        if (!name) *missing = 1;
-        if (id == a->call_red_id) *error = 1;
-        for (uint32_t i = 0; i < (n ? n : 1); i++) {
+        const char *name = cp_dict_get(&a->dict, prm.id, &nlen);
+        if (prm.id == a->call_red_id) *error = 1;
+        const uint8_t *q = prm.vals;
+        for (uint32_t i = 0; i < (prm.n ? prm.n : 1); i++) {
             uint32_t l = 0;
             const char *val = NULL;
-            if (n) {
-                memcpy(&l, s, 4);
-                val = (const char *)s + 4;
-                s += 4 + l;
+            if (prm.n) {
+                memcpy(&l, q, 4);
+                val = (const char *)q + 4;
+                q += 4 + l;
             }
-            v[k] = (pv){name, name ? nlen : 0, id, (uint32_t)k, val, l};
+            v[k] = (pv){name, name ? nlen : 0, prm.id, (uint32_t)k, val, l};
             k++;
         }
     }
@@ -1031,8 +1032,8 @@ static int64_t pauses_overlap(const pause_vec *v, int64_t from, int64_t to)
 /* Emits the call (with the blob in a->blob if have_blob). */
 static int emit(cp_asm *a, pcall *p, int have_blob, const char *reason)
 {
-    int error = 0, missing = 0;
-    int st = params_json(a, p, &error, &missing);
+    int error = 0;
+    int st = params_json(a, p, &error);
     if (st != CP_OK) return st;
     const cp_call_rec *r = &p->rec;
     cp_call c = {0};
@@ -1052,11 +1053,11 @@ static int emit(cp_asm *a, pcall *p, int have_blob, const char *reason)
     c.net_read = r->net_read;
     c.net_written = r->net_written;
     c.ns = a->ns;
-    c.ns_len = strlen(a->ns);
+    c.ns_len = a->ns_len;
     c.service = a->service;
-    c.service_len = strlen(a->service);
+    c.service_len = a->service_len;
     c.pod = a->pod;
-    c.pod_len = strlen(a->pod);
+    c.pod_len = a->pod_len;
     c.restart_ms = a->restart_ms;
     c.method_id = r->method;
     c.method = word_or_id(a, r->method, &c.method_len, &a->method_buf);
@@ -1083,19 +1084,10 @@ static int emit(cp_asm *a, pcall *p, int have_blob, const char *reason)
 static int names_known(const cp_asm *a, const pcall *p)
 {
     if (!cp_dict_get(&a->dict, p->rec.method, NULL)) return 0;
-    const uint8_t *s = p->data.data + p->thread_len, *end = p->data.data + p->data.len;
-    while (s < end) {
-        int32_t id;
-        uint32_t n;
-        memcpy(&id, s, 4);
-        memcpy(&n, s + 4, 4);
-        if (!cp_dict_get(&a->dict, id, NULL)) return 0;
-        s += 8;
-        for (uint32_t i = 0; i < n; i++) {
-            uint32_t l;
-            memcpy(&l, s, 4);
-            s += 4 + l;
-        }
+    for (const uint8_t *s = pparams_begin(p), *end = pparams_end(p); s < end;) {
+        pparam prm;
+        pparam_next(&s, &prm);
+        if (!cp_dict_get(&a->dict, prm.id, NULL)) return 0;
     }
     return 1;
 }
@@ -1220,7 +1212,6 @@ int cp_asm_pump(cp_asm *a, int64_t now_ms, int final)
             list_del(n);
             int err = CP_OK;
             if (assemble(a, p, now_ms, final, &err) == ASM_LATER) {
-                p->state = PC_RETRY;
                 list_push(&a->retry, &p->q);
             } else {
                 pcall_done(a, p);

@@ -49,23 +49,13 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
     return CP_OK;
 }
 
-/* Final avalanche of murmur3: FNV alone leaves the low bits (our table index) weak. */
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 static uint64_t hash_bytes(const void *p, size_t n)
 {
     const uint8_t *b = p;
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
-    return mix64(h ^ n);
+    return cp_mix64(h ^ n);
 }
 
 static int set_err(char *err, size_t errlen, int st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -303,7 +293,7 @@ size_t cp_tree_nodes(const cp_tree *t) { return t->nnodes - 1; }
 
 static size_t node_slot(uint32_t parent, uint32_t method, size_t mask)
 {
-    return mix64(((uint64_t)parent << 32) | method) & mask;
+    return cp_mix64(((uint64_t)parent << 32) | method) & mask;
 }
 
 static int node_rehash(cp_tree *t)
@@ -374,7 +364,7 @@ typedef struct tval {
 
 static uint64_t gkey_hash(const gkey *k)
 {
-    return mix64(k->hash ^ ((uint64_t)k->cont << 32 ^ (uint64_t)k->param * 0x9E3779B97F4A7C15ULL) ^ k->type);
+    return cp_mix64(k->hash ^ ((uint64_t)k->cont << 32 ^ (uint64_t)k->param * 0x9E3779B97F4A7C15ULL) ^ k->type);
 }
 
 /* Keys longer than the trim limit are compared by hash, length and the kept prefix:

@@ -21,84 +21,22 @@
 
 /* ---- the recent bytes of trace/sql/xml files -------------------------------------------- */
 
-void cp_srv_tail_reset(cp_sfile *f)
+void cp_srv_asm_file_opened(cp_sfile *f)
 {
-    f->tail_len = 0;
-    f->tail_head = 0;
+    if (f->kind == CP_STREAM_TRACE) cp_rawlog_file_keep_tail(&f->raw, TAIL_TRACE, TAIL_MAX);
+    else if (f->kind == CP_STREAM_SQL || f->kind == CP_STREAM_XML)
+        cp_rawlog_file_keep_tail(&f->raw, TAIL_VALUES, TAIL_VALUES);
 }
 
-void cp_srv_tail_add(cp_sfile *f, const uint8_t *p, size_t n)
-{
-    if (f->kind != CP_STREAM_TRACE && f->kind != CP_STREAM_SQL && f->kind != CP_STREAM_XML) return;
-    f->last_write_ms = uv_now(&f->conn->srv->loop);
-    if (!f->tail) {
-        size_t cap = f->kind == CP_STREAM_TRACE ? TAIL_TRACE : TAIL_VALUES;
-        if (!(f->tail = malloc(cap))) return; /* reads fall back to pread */
-        f->tail_cap = cap;
-        cp_srv_tail_reset(f);
-    }
-    if (n >= f->tail_cap) { /* only the last tail_cap bytes matter */
-        memcpy(f->tail, p + n - f->tail_cap, f->tail_cap);
-        f->tail_head = 0;
-        f->tail_len = f->tail_cap;
-        return;
-    }
-    size_t first = f->tail_cap - f->tail_head < n ? f->tail_cap - f->tail_head : n;
-    memcpy(f->tail + f->tail_head, p, first);
-    memcpy(f->tail, p + first, n - first);
-    f->tail_head = (f->tail_head + n) % f->tail_cap;
-    f->tail_len = f->tail_len + n > f->tail_cap ? f->tail_cap : f->tail_len + n;
-}
-
-/* Copies [off, off + n) from the ring if it holds all of it. */
-static int tail_read(const cp_sfile *f, uint64_t off, void *buf, size_t n)
-{
-    uint64_t end = f->raw.size, start = end - f->tail_len;
-    if (!f->tail || off < start || off > end || n > end - off) return 0;
-    /* ring position of file offset `off`: the byte at end-1 sits just before tail_head */
-    size_t back = (size_t)(end - off); /* bytes from off to the end */
-    size_t pos = (f->tail_head + f->tail_cap - back % f->tail_cap) % f->tail_cap;
-    size_t first = f->tail_cap - pos < n ? f->tail_cap - pos : n;
-    memcpy(buf, f->tail + pos, first);
-    memcpy((uint8_t *)buf + first, f->tail, n - first);
-    return 1;
-}
-
-/* A read the copy could not serve: the agent sends more between a call's trace and its
- * calls record (one flush cycle) than the copy holds, so double it (bounded). */
-static void tail_grow(cp_sfile *f)
-{
-    if (!f->tail || f->tail_cap >= TAIL_MAX) return;
-    size_t cap = f->tail_cap * 2;
-    uint8_t *t = malloc(cap);
-    if (!t) return;
-    /* linearise: the kept bytes first, the ring's next write right after them */
-    if (f->tail_len && !tail_read(f, f->raw.size - f->tail_len, t, f->tail_len)) f->tail_len = 0;
-    free(f->tail);
-    f->tail = t;
-    f->tail_cap = cap;
-    f->tail_head = f->tail_len;
-}
-
+/* Files that went quiet give their copies back (10 000 idle agents must stay cheap). */
 static void tail_release_quiet(cp_conn *c, uint64_t now)
 {
     cp_stream_kind kinds[] = {CP_STREAM_TRACE, CP_STREAM_SQL, CP_STREAM_XML};
     for (size_t i = 0; i < CP_ARRAY_LEN(kinds); i++) {
         cp_sfile *f = c->slots[kinds[i]].file;
-        if (f && f->tail && now - f->last_write_ms > TAIL_IDLE_MS) {
-            free(f->tail);
-            f->tail = NULL;
-            f->tail_cap = 0;
-            cp_srv_tail_reset(f);
-        }
+        if (f && f->raw.tail && now - f->last_write_ms > TAIL_IDLE_MS) cp_rawlog_file_drop_tail(&f->raw);
     }
-    for (cp_sfile *f = c->retired; f; f = f->next_retired)
-        if (f->tail) {
-            free(f->tail);
-            f->tail = NULL;
-            f->tail_cap = 0;
-            cp_srv_tail_reset(f);
-        }
+    for (cp_sfile *f = c->retired; f; f = f->next_retired) cp_rawlog_file_drop_tail(&f->raw);
 }
 
 /* The stream file (kind, file_index) of the connection: its open one or a rotated one. */
@@ -115,8 +53,6 @@ static long io_read(void *ud, cp_stream_kind kind, int32_t file_index, uint64_t 
 {
     cp_sfile *f = find_file(ud, kind, file_index);
     if (!f) return CP_ENOTFOUND;
-    if (off + n <= f->raw.size && tail_read(f, off, buf, n)) return (long)n;
-    if (kind == CP_STREAM_TRACE && f == f->conn->slots[kind].file) tail_grow(f);
     return cp_rawlog_file_pread(&f->raw, buf, n, off);
 }
 

@@ -9,6 +9,7 @@
  * the missing ones and can itself be interrupted and rerun. Then the restart's files
  * are marked closed.
  */
+#include "common/cp_fsutil.h"
 #include "server_internal.h"
 
 #include <errno.h>
@@ -50,15 +51,8 @@ static long io_read(void *ud, cp_stream_kind kind, int32_t file_index, uint64_t 
 {
     rfile *f = rfile_find(ud, kind, file_index);
     if (!f) return CP_ENOTFOUND;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = pread(f->fd, (char *)buf + got, n - got, (off_t)(off + got));
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return CP_EIO;
-        if (k == 0) break;
-        got += (size_t)k;
-    }
-    return (long)got;
+    long got = cp_pread_all(f->fd, buf, n, off);
+    return got < 0 ? CP_EIO : got;
 }
 
 static int64_t io_size(void *ud, cp_stream_kind kind, int32_t file_index)

@@ -54,13 +54,7 @@ struct cp_sfile {
     cp_dec *dec;              /* created on the first payload; NULL for raw-only kinds */
     char *error;              /* why the file failed */
     cp_sfile *next_retired;   /* rotated trace/sql/xml files stay readable (conn->retired) */
-    /* The last bytes appended (trace, sql, xml): call assembly reads a call's events and
-     * values right after they arrive, and a copy here saves a pread per call. Allocated
-     * on the first payload, released when the file goes quiet (assembly timer). */
-    uint8_t *tail;
-    size_t tail_cap, tail_len; /* ring: the bytes [raw.size - tail_len, raw.size) */
-    size_t tail_head;          /* ring index where the next byte goes */
-    uint64_t last_write_ms;    /* loop time of the last append */
+    uint64_t last_write_ms;   /* loop time of the last append (quiet files drop raw.tail) */
 };
 
 /* Per stream name: the open file and what a later INIT of that name needs. */
@@ -205,9 +199,8 @@ void cp_srv_asm_finish(cp_conn *c);
 void cp_srv_asm_pump(cp_conn *c);
 void cp_srv_asm_timer_start(cp_server *s);
 cp_dec_sink cp_srv_asm_sink(cp_sfile *f);   /* the sink of calls/trace/suspend files */
-/* Keeps the bytes just appended to f (trace/sql/xml) for cheap reads; reset after a cut. */
-void cp_srv_tail_add(cp_sfile *f, const uint8_t *p, size_t n);
-void cp_srv_tail_reset(cp_sfile *f);
+/* A new trace/sql/xml file keeps its recent bytes in memory for call assembly. */
+void cp_srv_asm_file_opened(cp_sfile *f);
 
 /* recover.c: re-assembles the calls of pod restarts a crash left open (at start). */
 int cp_srv_recover(cp_server *s);

@@ -73,6 +73,7 @@ int cp_sfile_open(cp_conn *c, cp_stream_kind kind, int32_t seq, int32_t first_wo
         free(f);
         return st;
     }
+    cp_srv_asm_file_opened(f);
     char handle[37];
     cp_catalog_stream row;
     catalog_row(f, &row, handle);
@@ -141,7 +142,6 @@ static int ensure_decoder(cp_sfile *f)
 /* The decoder rejected bytes: keep exactly the clean prefix it committed. */
 static void cut_to_committed(cp_sfile *f, const uint8_t *p, size_t n)
 {
-    cp_srv_tail_reset(f); /* the copy must always end where the file ends */
     uint64_t keep = cp_dec_committed(f->dec);
     uint64_t have = f->raw.size;
     int st;
@@ -183,7 +183,7 @@ int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
         set_error(f, "write %s: %s", f->raw.path, strerror(errno));
         return st;
     }
-    cp_srv_tail_add(f, p, n);
+    f->last_write_ms = uv_now(&f->conn->srv->loop);
     /* the calls this payload completed can be read back now */
     if (f->kind != CP_STREAM_SUSPEND && f->kind != CP_STREAM_PARAMS) cp_srv_asm_pump(f->conn);
     return CP_OK;
@@ -203,7 +203,6 @@ static void drop_torn_tail(cp_sfile *f)
             cp_srv_log(f->conn->srv, CP_LOG_INFO, "%s: pod %s: %s file %lld: dropping a torn tail of %llu bytes",
                        f->conn->peer, f->conn->pod.pod_id, cp_stream_kind_name(f->kind), (long long)f->seq + 1,
                        (unsigned long long)(f->raw.size - keep));
-            cp_srv_tail_reset(f);
             if (cp_rawlog_file_truncate(&f->raw, keep) != CP_OK)
                 set_error(f, "truncate %s: %s", f->raw.path, strerror(errno));
         }
@@ -237,7 +236,6 @@ void cp_sfile_free(cp_sfile *f)
     if (!f) return;
     cp_dec_free(f->dec);
     cp_rawlog_file_close(&f->raw);
-    free(f->tail);
     free(f->error);
     free(f);
 }

@@ -101,6 +101,10 @@ struct cp_rawlog_file {
     char *path;
     cp_rawlog_fdcache *cache;
     cp_rawlog_file *lru_prev, *lru_next;
+    /* An optional copy of the last bytes appended (cp_rawlog_file_keep_tail): a ring
+     * holding [size - tail_len, size), kept true by append and truncate. */
+    uint8_t *tail;
+    size_t tail_cap, tail_len, tail_head, tail_max;
 };
 
 /* Creates <restart>/<stream>/<file_index> (or opens it if it exists: then its bytes
@@ -116,9 +120,17 @@ int cp_rawlog_file_prepare(cp_rawlog_file *f);
 /* Appends n bytes with plain write()s (short writes and EINTR retried), reopening the
  * fd (O_WRONLY|O_APPEND) if the cache closed it. The file becomes dirty. */
 int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n);
-/* Reads up to n bytes at off (never past the bytes appended), reopening the fd if the
- * cache closed it (fds are O_RDWR). Returns the bytes read or a negative status. */
+/* Reads up to n bytes at off (never past the bytes appended): from the tail copy when it
+ * holds them, else from the file, reopening the fd if the cache closed it (fds are
+ * O_RDWR). Returns the bytes read or a negative status. */
 long cp_rawlog_file_pread(cp_rawlog_file *f, void *buf, size_t n, uint64_t off);
+/* Keeps a copy of the last `initial` bytes appended from now on, so reads of what was
+ * just written (call assembly) cost no system call. A read the copy cannot serve
+ * doubles it, up to `max` (an agent sending more per flush cycle). Best effort: without
+ * memory, reads go to the file. */
+void cp_rawlog_file_keep_tail(cp_rawlog_file *f, size_t initial, size_t max);
+/* Gives the copy's memory back (a quiet file); the next append starts it again. */
+void cp_rawlog_file_drop_tail(cp_rawlog_file *f);
 /* fdatasync on the calling thread: the file's bytes (and size) are durable when this
  * returns CP_OK, and the file is clean. */
 int cp_rawlog_file_sync(cp_rawlog_file *f);

@@ -198,18 +198,11 @@ int cp_hot_writer_set_windows(cp_hot_writer *w, int64_t window_ms, int64_t ahead
 
 /* ---- window map ---------------------------------------------------------------------------- */
 
-static uint32_t hash64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (uint32_t)x;
-}
 
 /* Slot of start in win_slot: the one holding it, or the empty one where it would go. */
 static size_t window_slot(const cp_hot_writer *w, int64_t start)
 {
-    size_t i = hash64((uint64_t)start) & (HOT_WINDOW_SLOTS - 1);
+    size_t i = cp_mix64((uint64_t)start) & (HOT_WINDOW_SLOTS - 1);
     while (w->win_slot[i] >= 0 && w->win[w->win_slot[i]].start != start) i = (i + 1) & (HOT_WINDOW_SLOTS - 1);
     return i;
 }
@@ -475,7 +468,7 @@ static int count_new(cp_hot_writer *w, const hot_window *x, uint64_t ph, const c
     if (w->ncnt == HOT_MAX_COUNTS || w->text.len + need > HOT_MAX_COUNT_TEXT) {
         int st = flush_counts(w, err, errlen);
         if (st != CP_OK) return st;
-        slot = hash64(ph ^ (uint64_t)x->start * 31 ^ (uint64_t)c->restart_ms) & (HOT_COUNT_SLOTS - 1);
+        slot = cp_mix64(ph ^ (uint64_t)x->start * 31 ^ (uint64_t)c->restart_ms) & (HOT_COUNT_SLOTS - 1);
     }
     if (need > HOT_MAX_COUNT_TEXT || c->ns_len > UINT32_MAX || c->service_len > UINT32_MAX ||
         c->pod_len > UINT32_MAX) {
@@ -506,7 +499,7 @@ static int count_add(cp_hot_writer *w, const hot_window *x, uint64_t ph, const c
 {
     hot_count *k = w->last_cnt;
     if (!k || !count_is(w, k, x->start, ph, c)) {
-        size_t i = hash64(ph ^ (uint64_t)x->start * 31 ^ (uint64_t)c->restart_ms) & (HOT_COUNT_SLOTS - 1);
+        size_t i = cp_mix64(ph ^ (uint64_t)x->start * 31 ^ (uint64_t)c->restart_ms) & (HOT_COUNT_SLOTS - 1);
         k = NULL;
         while (w->cnt_slot[i] >= 0) {
             hot_count *e = &w->cnt[w->cnt_slot[i]];

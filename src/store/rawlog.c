@@ -392,6 +392,8 @@ fail:;
     return st;
 }
 
+static void tail_add(cp_rawlog_file *f, const uint8_t *p, size_t n);
+
 int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n)
 {
     if (n == 0) return CP_OK;
@@ -406,25 +408,85 @@ int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n)
         return st;
     }
     f->size += n;
+    tail_add(f, p, n);
     return CP_OK;
+}
+
+/* ---- the tail copy ---------------------------------------------------------------- */
+
+static void tail_clear(cp_rawlog_file *f) { f->tail_len = f->tail_head = 0; }
+
+static void tail_add(cp_rawlog_file *f, const uint8_t *p, size_t n)
+{
+    if (!f->tail_max) return;
+    if (!f->tail) {
+        if (!(f->tail = malloc(f->tail_cap))) return; /* reads go to the file */
+        tail_clear(f);
+    }
+    if (n >= f->tail_cap) { /* only the last tail_cap bytes matter */
+        memcpy(f->tail, p + n - f->tail_cap, f->tail_cap);
+        f->tail_head = 0;
+        f->tail_len = f->tail_cap;
+        return;
+    }
+    size_t first = f->tail_cap - f->tail_head < n ? f->tail_cap - f->tail_head : n;
+    memcpy(f->tail + f->tail_head, p, first);
+    memcpy(f->tail, p + first, n - first);
+    f->tail_head = (f->tail_head + n) % f->tail_cap;
+    f->tail_len = f->tail_len + n > f->tail_cap ? f->tail_cap : f->tail_len + n;
+}
+
+/* Copies [off, off + n) from the ring if it holds all of it. */
+static int tail_read(const cp_rawlog_file *f, uint64_t off, void *buf, size_t n)
+{
+    uint64_t end = f->size;
+    if (!f->tail || off < end - f->tail_len || off > end || n > end - off) return 0;
+    /* the byte at end - 1 sits just before tail_head */
+    size_t back = (size_t)(end - off);
+    size_t pos = (f->tail_head + f->tail_cap - back % f->tail_cap) % f->tail_cap;
+    size_t first = f->tail_cap - pos < n ? f->tail_cap - pos : n;
+    memcpy(buf, f->tail + pos, first);
+    memcpy((uint8_t *)buf + first, f->tail, n - first);
+    return 1;
+}
+
+/* A read the copy could not serve: double it (bounded), keeping what it holds. */
+static void tail_grow(cp_rawlog_file *f)
+{
+    if (!f->tail || f->tail_cap >= f->tail_max) return;
+    size_t cap = f->tail_cap * 2 > f->tail_max ? f->tail_max : f->tail_cap * 2;
+    uint8_t *t = malloc(cap);
+    if (!t) return;
+    if (f->tail_len && !tail_read(f, f->size - f->tail_len, t, f->tail_len)) f->tail_len = 0;
+    free(f->tail);
+    f->tail = t;
+    f->tail_cap = cap;
+    f->tail_head = f->tail_len % cap;
+}
+
+void cp_rawlog_file_keep_tail(cp_rawlog_file *f, size_t initial, size_t max)
+{
+    cp_rawlog_file_drop_tail(f);
+    f->tail_cap = initial ? initial : 1;
+    f->tail_max = max > f->tail_cap ? max : f->tail_cap;
+}
+
+void cp_rawlog_file_drop_tail(cp_rawlog_file *f)
+{
+    free(f->tail);
+    f->tail = NULL;
+    tail_clear(f);
 }
 
 long cp_rawlog_file_pread(cp_rawlog_file *f, void *buf, size_t n, uint64_t off)
 {
     if (off >= f->size) return 0;
     if (n > f->size - off) n = (size_t)(f->size - off);
+    if (tail_read(f, off, buf, n)) return (long)n;
+    tail_grow(f);
     if (ensure_open(f) != CP_OK) return CP_EIO;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(f->fd, (char *)buf + got, n - got, (off_t)(off + got));
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            return CP_EIO;
-        }
-        if (r == 0) break;
-        got += (size_t)r;
-    }
-    return (long)got;
+    long got = cp_pread_all(f->fd, buf, n, off);
+    return got < 0 ? CP_EIO : got;
 }
 
 int cp_rawlog_file_sync(cp_rawlog_file *f)
@@ -452,6 +514,7 @@ int cp_rawlog_file_truncate(cp_rawlog_file *f, uint64_t len)
     mark_dirty(f);
     if (ftruncate(f->fd, (off_t)len) != 0) return CP_EIO;
     f->size = len;
+    tail_clear(f); /* the copy must end where the file ends; cuts are rare */
     return CP_OK;
 }
 
@@ -483,6 +546,7 @@ void cp_rawlog_file_close(cp_rawlog_file *f)
     free(f->path);
     f->path = NULL;
     f->cache = NULL;
+    cp_rawlog_file_drop_tail(f);
 }
 
 /* ---- walking the tree --------------------------------------------------------------- */

@@ -224,12 +224,8 @@ static values g_sql, g_xml;
 static int on_value(void *ud, const cp_value_rec *r)
 {
     values *v = ud;
-    cp_buf b;
-    cp_buf_init(&b);
-    cp_str16_to_utf8(&b, r->value);
-    cp_buf_putc(&b, 0);
     v->off[v->n] = (int64_t)r->offset;
-    v->text[v->n++] = (char *)b.data;
+    v->text[v->n++] = str16_dup(r->value);
     return 0;
 }
 

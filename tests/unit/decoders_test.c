@@ -43,15 +43,6 @@ typedef struct got {
     uint32_t chunks;
 } got;
 
-static char *utf8(cp_str16 s)
-{
-    cp_buf b;
-    cp_buf_init(&b);
-    cp_str16_to_utf8(&b, s);
-    cp_buf_putc(&b, 0);
-    return (char *)b.data;
-}
-
 #define PUSH(arr, n) (arr = realloc(arr, (n + 1) * sizeof *arr), &arr[n++])
 
 static int g_word(void *ud, const cp_word_rec *r)
@@ -59,18 +50,18 @@ static int g_word(void *ud, const cp_word_rec *r)
     got *g = ud;
     word *w = PUSH(g->w, g->nw);
     w->id = r->id;
-    w->text = utf8(r->word);
+    w->text = str16_dup(r->word);
     return 0;
 }
 static int g_param(void *ud, const cp_param_rec *r)
 {
     got *g = ud;
     param *p = PUSH(g->p, g->np);
-    p->name = utf8(r->name);
+    p->name = str16_dup(r->name);
     p->index = r->index;
     p->list = r->list;
     p->order = r->order;
-    p->sig = utf8(r->signature);
+    p->sig = str16_dup(r->signature);
     return 0;
 }
 static int g_suspend(void *ud, const cp_suspend_rec *r)
@@ -90,7 +81,7 @@ static int g_call(void *ud, const cp_call_rec *r)
     call *c = PUSH(g->c, g->nc);
     c->r = *r;
     c->r.params = NULL;
-    c->thread = utf8(r->thread_name);
+    c->thread = str16_dup(r->thread_name);
     /* Go's fmt prints map[int][]string with keys sorted and slices space-joined */
     cp_call_param *ps = malloc((r->nparams + 1) * sizeof *ps);
     if (r->nparams) memcpy(ps, r->params, r->nparams * sizeof *ps);
@@ -129,7 +120,7 @@ static int g_trace(void *ud, const cp_trace_rec *r)
     e->param_type = r->param_type;
     e->ref_file = r->ref_file;
     e->ref_offset = r->ref_offset;
-    e->text = r->type == CP_TRACE_TAG && (r->param_type == 0 || r->param_type == 2) ? utf8(r->value) : NULL;
+    e->text = r->type == CP_TRACE_TAG && (r->param_type == 0 || r->param_type == 2) ? str16_dup(r->value) : NULL;
     return 0;
 }
 static int g_value(void *ud, const cp_value_rec *r)
@@ -137,7 +128,7 @@ static int g_value(void *ud, const cp_value_rec *r)
     got *g = ud;
     value *v = PUSH(g->v, g->nv);
     v->offset = r->offset;
-    v->text = utf8(r->value);
+    v->text = str16_dup(r->value);
     return 0;
 }
 

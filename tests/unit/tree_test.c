@@ -1367,22 +1367,13 @@ typedef struct fixture {
     int64_t timer;
 } fixture;
 
-static char *to_utf8(cp_str16 s)
-{
-    cp_buf b;
-    cp_buf_init(&b);
-    cp_str16_to_utf8(&b, s);
-    cp_buf_putc(&b, 0);
-    return (char *)b.data;
-}
-
 static int fx_trace(void *ud, const cp_trace_rec *r)
 {
     fixture *f = ud;
     if (r->type == CP_TRACE_HEADER) f->timer = r->timer_start_ms;
     f->ev = realloc(f->ev, (f->nev + 1) * sizeof *f->ev);
     f->ev[f->nev].r = *r;
-    f->ev[f->nev].text = r->type == CP_TRACE_TAG && (r->param_type == 0 || r->param_type == 2) ? to_utf8(r->value) : NULL;
+    f->ev[f->nev].text = r->type == CP_TRACE_TAG && (r->param_type == 0 || r->param_type == 2) ? str16_dup(r->value) : NULL;
     f->nev++;
     return 0;
 }
@@ -1396,7 +1387,7 @@ static int fx_word(void *ud, const cp_word_rec *r)
         f->nwords = (size_t)r->id + 1;
     }
     free(f->words[r->id]);
-    f->words[r->id] = to_utf8(r->word);
+    f->words[r->id] = str16_dup(r->word);
     return 0;
 }
 

@@ -122,3 +122,12 @@ void assert_go_map_equal(const char *mine, const char *expected)
         if (!strstr(b[i], "test.org")) assert_string_equal(a[i], b[i]);
     }
 }
+
+char *str16_dup(cp_str16 s)
+{
+    cp_buf b;
+    cp_buf_init(&b);
+    cp_str16_to_utf8(&b, s);
+    cp_buf_putc(&b, 0);
+    return (char *)b.data;
+}

@@ -24,6 +24,9 @@ char *make_temp_dir(const char *tag);
 /* rm -rf */
 void remove_tree(const char *path);
 
+/* A Java string as a malloc'ed, NUL-terminated UTF-8 copy. */
+char *str16_dup(cp_str16 s);
+
 /* Compares a params map printed like the expected fixture files ("map[19:[a b] 41:[c]]")
  * with the file's text; rows the fixture's authors anonymised (test.org) are compared by
  * parameter ids, and by value where a value was left alone. */
