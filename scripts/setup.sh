@@ -47,6 +47,6 @@ fi
 # ---- build -------------------------------------------------------------------------------
 if [[ ${SETUP_NO_BUILD:-0} == 1 ]]; then exit 0; fi
 echo "setup: building build/ (RelWithDebInfo)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CP_FIXTURES_DIR:+-DCP_FIXTURES_DIR="$CP_FIXTURES_DIR"}
 cmake --build build -j"$(nproc)"
 echo "setup: done (build/cloudprof)"

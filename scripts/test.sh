@@ -10,11 +10,20 @@
 # Logs: build-logs/<step>.log. This is what .ci/run runs.
 #
 # usage: scripts/test.sh
-# env:   FUZZ_SECONDS   seconds per fuzz target (default 10)
+# env:   FUZZ_SECONDS     seconds per fuzz target (default 10)
+#        CP_FIXTURES_DIR  the shared fixtures (default ../shared/fixtures beside the repo)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# The tests read the real agent captures in place; without them every suite would fail
+# one by one, so say so once.
+export CP_FIXTURES_DIR=${CP_FIXTURES_DIR:-$root/../shared/fixtures}
+if [[ ! -d $CP_FIXTURES_DIR/streams ]]; then
+    echo "test: fixtures not found at $CP_FIXTURES_DIR: the shared/ folder must sit beside this repository," >&2
+    echo "      or set CP_FIXTURES_DIR to its fixtures/ folder" >&2
+    exit 2
+fi
 logs=$root/build-logs
 mkdir -p "$logs"
 jobs=$(nproc)
@@ -79,7 +88,7 @@ run_step() {
 
 # (set -e does not apply inside run_step's pipeline: every command checks its status)
 asan_suite() {
-    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCP_SANITIZE=ON || return 1
+    cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCP_SANITIZE=ON -DCP_FIXTURES_DIR="$CP_FIXTURES_DIR" || return 1
     cmake --build build-asan -j"$jobs" || return 1
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --test-dir build-asan --output-on-failure -j2
