@@ -142,4 +142,16 @@ trace=$(mktemp)
 } >"$b/seed-call"
 rm -f "$trace"
 
+# ---- parquet -------------------------------------------------------------------------
+# Parquet files come from our own writer (plus two built by hand with the page shapes
+# other writers use): fuzz/fuzz_parquet.c compiled with -DFZ_PARQUET_SEEDS is a small
+# program that writes them. It needs only the parquet layer, cp_buf, libzstd and zlib.
+pq=$root/fuzz/corpus-parquet
+mkdir -p "$pq"
+pqgen=$(mktemp -d)
+"${CC:-cc}" -std=c17 -D_GNU_SOURCE -DFZ_PARQUET_SEEDS -I"$root/src" -o "$pqgen/seeds" \
+    "$root/fuzz/fuzz_parquet.c" "$root"/src/parquet/*.c "$root/src/common/buf.c" -lzstd -lz
+"$pqgen/seeds" "$pq"
+rm -rf "$pqgen"
+
 echo "fuzz-seed: corpora in $root/fuzz/corpus-*/ from $fx"

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh -- sets the machine up and runs the whole test suite:
 #   0. scripts/setup.sh             missing Debian packages + the normal build in build/
+#      services                     PostgreSQL 15 + Swift s3api on loopback (scripts/pg-test.sh,
+#                                   scripts/swift-test.sh), DuckDB + hyparquet (scripts/node-tools.sh)
+#                                   for the *@pg-s3 suites and the Parquet checks
 #   1. ctest of build/
 #   2. an ASan+UBSan build in build-asan/ (gcc, CP_SANITIZE=ON) and its ctest
 #   3. scripts/fuzz.sh 10           every libFuzzer target for 10 s (clang, ASan+UBSan)
@@ -96,6 +99,33 @@ asan_suite() {
 
 section "0/3 setup: packages + build/ (scripts/setup.sh)"
 run_step setup none "$root/scripts/setup.sh"
+
+# The PostgreSQL + S3 pair of the storage suites (tests named *@pg-s3): a throwaway
+# PostgreSQL 15 cluster and a Swift all-in-one with s3api on loopback, stopped on exit.
+# DuckDB and hyparquet (npm) read the Parquet files the tests write.
+services_dir=$root/build-logs/services
+stop_services() {
+    "$root/scripts/pg-test.sh" stop "$services_dir/pg" >/dev/null 2>&1 || true
+    "$root/scripts/swift-test.sh" stop "$services_dir/swift" >/dev/null 2>&1 || true
+}
+start_services() {
+    local out
+    mkdir -p "$services_dir"
+    out=$("$root/scripts/pg-test.sh" start "$services_dir/pg" "${CP_TEST_PG_PORT:-55440}") || return 1
+    echo "$out"
+    echo "export CP_TEST_PG_URL='$(sed -n 's/^CP_TEST_PG_URL=//p' <<<"$out" | tail -n 1)'" >"$services_dir/env"
+    out=$("$root/scripts/swift-test.sh" start "$services_dir/swift" "${CP_TEST_S3_PORT:-18090}") || return 1
+    echo "$out"
+    echo "export CP_TEST_S3_ENDPOINT='$(sed -n 's/^S3_ENDPOINT=//p' <<<"$out" | tail -n 1)'" >>"$services_dir/env"
+    "$root/scripts/node-tools.sh"
+}
+trap stop_services EXIT
+
+section "services: PostgreSQL 15, Swift s3api, DuckDB + hyparquet (npm)"
+rm -f "$services_dir/env"
+run_step services none start_services
+# run_step's pipeline ran it in a subshell: take its exports from the file
+if [[ -f $services_dir/env ]]; then source "$services_dir/env"; fi
 
 section "1/3 ctest: build/ (RelWithDebInfo)"
 run_step ctest ctest ctest --test-dir build --output-on-failure -j2

@@ -9,5 +9,6 @@ int cp_cli_serve(int argc, char **argv);
 int cp_cli_decode(int argc, char **argv);
 int cp_cli_raw(int argc, char **argv);
 int cp_cli_emulate(int argc, char **argv);
+int cp_cli_compact(int argc, char **argv);
 
 #endif

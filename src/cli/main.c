@@ -12,6 +12,7 @@ static const struct {
     {"serve", cp_cli_serve, "run the collector (agents on :1715, query API on :8080)"},
     {"decode", cp_cli_decode, "decode a stream file or a conversation capture to JSON Lines"},
     {"raw", cp_cli_raw, "print a stored stream file byte-identical to what the agent sent"},
+    {"compact", cp_cli_compact, "compact closed hot windows into Parquet files in the cold store"},
     {"emulate", cp_cli_emulate, "emulate profiler agents streaming to a collector (load test)"},
 };
 

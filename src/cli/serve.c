@@ -1,8 +1,11 @@
 /* serve.c -- `cloudprof serve`: options (flags over environment) -> cp_server. */
+#include "cli/cli_internal.h"
 #include "cli/cp_cli.h"
 #include "common/cp_fsutil.h"
 #include "http/cp_http.h"
 #include "server/cp_server.h"
+#include "store/cp_cold.h"
+#include "store/cp_hot.h"
 #include "wire/cp_wire.h"
 
 #include <errno.h>
@@ -11,14 +14,16 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char usage_text[] =
     "usage: cloudprof serve [options]\n"
     "\n"
     "Runs the collector: accepts profiler agents on the agent port, appends their stream\n"
     "files to the raw log (<data>/raw/...), assembles their calls into the hot tier of the\n"
-    "catalog (<data>/catalog.db) and answers the query API (/api/v1, docs/API.md) on the\n"
-    "HTTP port.\n"
+    "catalog (<data>/catalog.db, or PostgreSQL), compacts closed hours into Parquet files in\n"
+    "the cold store (<data>/cold, or S3) and answers the query API (/api/v1, docs/API.md)\n"
+    "on the HTTP port from both tiers.\n"
     "Each option can also be given by the environment variable shown; a flag wins.\n"
     "\n"
     "  --agent-host ADDR        listen address (CLOUDPROF_AGENT_HOST, default 0.0.0.0)\n"
@@ -54,6 +59,17 @@ static const char usage_text[] =
     "                           default 5)\n"
     "  --trace-wait SEC         how long a call waits for the end of its trace before it is\n"
     "                           stored without one (CLOUDPROF_TRACE_WAIT, default 60)\n"
+    "%s"
+    "  --retention SPAN         cold files older than this are deleted, 0 = keep forever\n"
+    "                           (CLOUDPROF_RETENTION, default 14d)\n"
+    "  --compact-every SEC      how often closed windows are compacted, 0 = never\n"
+    "                           (CLOUDPROF_COMPACT_EVERY, default 60)\n"
+    "  --compact-delay MIN      windows are compacted this long after they end\n"
+    "                           (CLOUDPROF_COMPACT_DELAY, default 15)\n"
+    "  --cold-cache MB          local cache of S3 objects read by queries\n"
+    "                           (CLOUDPROF_COLD_CACHE, default 1024)\n"
+    "  --node NAME              this collector's name in the catalog's compaction claims\n"
+    "                           (CLOUDPROF_NODE, default <hostname>-<pid>)\n"
     "  --log-level LEVEL        error, warn, info or debug (CLOUDPROF_LOG_LEVEL, default info)\n"
     "  --ready-file FILE        once listening, atomically write 'agent_port=N' and\n"
     "                           'http_port=M' lines to FILE\n"
@@ -64,6 +80,9 @@ static const char usage_text[] =
 
 typedef struct serve_opts {
     cp_server_config cfg;
+    cp_cli_storage storage;
+    cp_coldtask_config cold;
+    uint64_t cold_cache_bytes;
     cp_http_config http;
     const char *ready_file;
     const char **blacklist; /* points into argv / environ strings split in place */
@@ -175,7 +194,16 @@ enum {
     OPT_HTTP_THREADS,
     OPT_MAX_SPAN,
     OPT_HOT_WINDOW,
-    OPT_TRACE_WAIT
+    OPT_TRACE_WAIT,
+    OPT_CATALOG,
+    OPT_STORE,
+    OPT_S3_ENDPOINT,
+    OPT_S3_REGION,
+    OPT_RETENTION,
+    OPT_COMPACT_EVERY,
+    OPT_COMPACT_DELAY,
+    OPT_COLD_CACHE,
+    OPT_NODE
 };
 
 static const struct {
@@ -199,6 +227,15 @@ static const struct {
     [OPT_MAX_SPAN] = {"--max-query-span", "CLOUDPROF_MAX_QUERY_SPAN"},
     [OPT_HOT_WINDOW] = {"--hot-window", "CLOUDPROF_HOT_WINDOW"},
     [OPT_TRACE_WAIT] = {"--trace-wait", "CLOUDPROF_TRACE_WAIT"},
+    [OPT_CATALOG] = {"--catalog", "CLOUDPROF_CATALOG"},
+    [OPT_STORE] = {"--store", "CLOUDPROF_STORE"},
+    [OPT_S3_ENDPOINT] = {"--s3-endpoint", "CLOUDPROF_S3_ENDPOINT"},
+    [OPT_S3_REGION] = {"--s3-region", "CLOUDPROF_S3_REGION"},
+    [OPT_RETENTION] = {"--retention", "CLOUDPROF_RETENTION"},
+    [OPT_COMPACT_EVERY] = {"--compact-every", "CLOUDPROF_COMPACT_EVERY"},
+    [OPT_COMPACT_DELAY] = {"--compact-delay", "CLOUDPROF_COMPACT_DELAY"},
+    [OPT_COLD_CACHE] = {"--cold-cache", "CLOUDPROF_COLD_CACHE"},
+    [OPT_NODE] = {"--node", "CLOUDPROF_NODE"},
 };
 
 /* Applies one option value; `source` names the flag or variable in messages. */
@@ -276,6 +313,27 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
             snprintf(why, whylen, "%s: '%s' is not a number of seconds (1-86400)", source, v);
             st = CP_EINVAL;
         }
+        break;
+    case OPT_CATALOG: o->storage.catalog = v; break;
+    case OPT_STORE: o->storage.store = v; break;
+    case OPT_S3_ENDPOINT: o->storage.s3_endpoint = v; break;
+    case OPT_S3_REGION: o->storage.s3_region = v; break;
+    case OPT_NODE: o->cold.node = v; break;
+    case OPT_RETENTION:
+        if ((st = cp_cli_parse_span(v, &o->cold.retention_ms)) != CP_OK)
+            snprintf(why, whylen, "%s: '%s' is not a span like 14d, 36h or 90m (0 = keep forever)", source, v);
+        break;
+    case OPT_COMPACT_EVERY:
+        if ((st = cp_parse_u64(v, 86400, &n)) == CP_OK) o->cold.every_ms = (int64_t)n * 1000;
+        else snprintf(why, whylen, "%s: '%s' is not a number of seconds (0-86400)", source, v);
+        break;
+    case OPT_COMPACT_DELAY:
+        if ((st = cp_parse_u64(v, 10080, &n)) == CP_OK) o->cold.delay_ms = (int64_t)n * 60000;
+        else snprintf(why, whylen, "%s: '%s' is not a number of minutes (0-10080)", source, v);
+        break;
+    case OPT_COLD_CACHE:
+        if ((st = cp_parse_u64(v, 1u << 20, &n)) == CP_OK) o->cold_cache_bytes = n << 20;
+        else snprintf(why, whylen, "%s: '%s' is not a number of megabytes", source, v);
         break;
     case OPT_LOG:
         if ((st = parse_level(v, &o->cfg.log_level)) != CP_OK)
@@ -357,27 +415,49 @@ static int write_ready_file(const char *path, int port, int http_port)
     return cp_write_file_atomic(path, text, (size_t)n);
 }
 
+typedef struct reader_ctx {
+    const char *catalog;
+    cp_tiered_config tiered;
+} reader_ctx;
+
+/* Each HTTP thread reads both tiers: its own catalog connection for the hot tier and the
+ * cold files it lists, and the shared object store. */
 static int open_reader(void *ud, cp_reader **out, char *err, size_t errlen)
 {
-    return cp_reader_open_sqlite(ud, out, err, errlen);
+    const reader_ctx *c = ud;
+    cp_reader *hot = NULL;
+    int st = cp_reader_open(c->catalog, &hot, err, errlen);
+    if (st != CP_OK) return st;
+    st = cp_reader_open_tiered(hot, &c->tiered, out, err, errlen);
+    if (st != CP_OK) cp_reader_close(hot);
+    return st;
 }
 
 int cp_cli_serve(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_text, stdout);
+            printf(usage_text, cp_cli_storage_help);
             return 0;
         }
     serve_opts o;
     memset(&o, 0, sizeof o);
     cp_server_config_default(&o.cfg);
     cp_http_config_default(&o.http);
+    o.cold.every_ms = 60000;
+    o.cold.delay_ms = 15 * 60000;
+    o.cold.retention_ms = (int64_t)14 * 86400000;
+    o.cold_cache_bytes = (uint64_t)1024 << 20;
     char why[256] = "";
     int st = apply_env(&o, why, sizeof why);
     if (st == CP_OK) st = apply_flags(&o, argc, argv, why, sizeof why);
+    if (st == CP_OK) {
+        o.storage.data_dir = o.cfg.data_dir;
+        st = cp_cli_storage_resolve(&o.storage, why, sizeof why);
+    }
     if (st != CP_OK) {
-        fprintf(stderr, "cloudprof serve: %s\n\n%s", why[0] ? why : cp_strstatus(st), usage_text);
+        fprintf(stderr, "cloudprof serve: %s\n\n", why[0] ? why : cp_strstatus(st));
+        fprintf(stderr, usage_text, cp_cli_storage_help);
         opts_free(&o);
         return 2;
     }
@@ -385,18 +465,35 @@ int cp_cli_serve(int argc, char **argv)
     o.cfg.nblacklist = o.nblacklist;
     o.cfg.log = log_line;
 
+    o.cfg.catalog = o.storage.catalog;
     cp_server *srv;
-    char err[512];
+    char err[1024];
     if (cp_server_open(&o.cfg, &srv, err, sizeof err) != CP_OK) {
         fprintf(stderr, "cloudprof serve: %s\n", err);
         opts_free(&o);
         return 1;
     }
+    cp_ostore *store = NULL;
+    if (cp_cli_storage_open_store(&o.storage, &store, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof serve: store %s: %s\n", o.storage.store, err);
+        cp_server_close(srv);
+        opts_free(&o);
+        return 1;
+    }
+    char tmp_dir[4200], cache_dir[4200], node[128];
+    snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", o.cfg.data_dir);
+    snprintf(cache_dir, sizeof cache_dir, "%s/cache", o.cfg.data_dir);
+    if (!o.cold.node) {
+        char host[64] = "host";
+        gethostname(host, sizeof host - 1);
+        snprintf(node, sizeof node, "%s-%d", host, (int)getpid());
+        o.cold.node = node;
+    }
     /* the HTTP threads read the catalog through their own connections */
-    char catalog_path[4096];
-    snprintf(catalog_path, sizeof catalog_path, "%s/catalog.db", o.cfg.data_dir);
+    reader_ctx rctx = {o.storage.catalog,
+                       {store, strncmp(o.storage.store, "s3://", 5) ? NULL : cache_dir, o.cold_cache_bytes}};
     o.http.open_reader = open_reader;
-    o.http.open_reader_ud = catalog_path;
+    o.http.open_reader_ud = &rctx;
     o.http.version = CP_VERSION_STRING;
     o.http.log = http_log_line;
     o.http.log_ud = &o.cfg.log_level;
@@ -404,6 +501,7 @@ int cp_cli_serve(int argc, char **argv)
     if (cp_http_start(&o.http, &http, err, sizeof err) != CP_OK) {
         fprintf(stderr, "cloudprof serve: HTTP: %s\n", err);
         cp_server_close(srv);
+        cp_ostore_close(store);
         opts_free(&o);
         return 1;
     }
@@ -413,12 +511,23 @@ int cp_cli_serve(int argc, char **argv)
         fprintf(stderr, "cloudprof serve: cannot write ready file %s: %s\n", o.ready_file, strerror(errno));
         cp_http_stop(http);
         cp_server_close(srv);
+        cp_ostore_close(store);
         opts_free(&o);
         return 1;
     }
+    o.cold.catalog = o.storage.catalog;
+    o.cold.store = store;
+    o.cold.tmp_dir = tmp_dir;
+    o.cold.log = http_log_line;
+    o.cold.log_ud = &o.cfg.log_level;
+    cp_coldtask *cold = NULL;
+    if (cp_coldtask_start(&o.cold, &cold, err, sizeof err) != CP_OK)
+        fprintf(stderr, "cloudprof serve: compaction disabled: %s\n", err);
     cp_server_run(srv);
+    cp_coldtask_stop(cold);
     cp_http_stop(http);
     cp_server_close(srv);
+    cp_ostore_close(store);
     opts_free(&o);
     return 0;
 }

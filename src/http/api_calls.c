@@ -105,7 +105,9 @@ static int page_tail(const page_ctx *p, const cp_search_stats *st, cp_buf *out)
         bad |= cp_buf_puts(out, "null") != CP_OK;
     }
     int partial = st->partial || p->full;
-    bad |= cp_buf_printf(out, ",\"scanned\":%llu,\"partial\":%s,\"partial_reasons\":[", (unsigned long long)st->scanned,
+    bad |= cp_buf_printf(out, ",\"scanned\":%llu,\"cold_files\":%zu,\"cold_files_skipped\":%zu,\"partial\":%s,"
+                         "\"partial_reasons\":[",
+                         (unsigned long long)st->scanned, st->cold_files, st->cold_skipped,
                          partial ? "true" : "false") != CP_OK;
     if (st->partial) bad |= cp_buf_puts(out, "\"scan_budget\"") != CP_OK;
     if (p->full) bad |= cp_buf_puts(out, st->partial ? ",\"response_size\"" : "\"response_size\"") != CP_OK;

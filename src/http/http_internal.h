@@ -135,6 +135,10 @@ typedef struct http_query {
     cp_cursor cursor;
     uint64_t hash;                      /* of every filter and the sort */
     unsigned columns;                   /* stats */
+    /* $name=value terms every match satisfies (they point into search): the tiered
+     * reader skips cold files by the inverted index with them */
+    cp_cold_param params[8];
+    size_t nparams;
 } http_query;
 
 /* Parses from, to, namespace, service, pod, duration, method, q, error and (per flags)

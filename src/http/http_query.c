@@ -13,6 +13,12 @@
 #define MAX_EPOCH_MS 253402300799999LL /* 9999-12-31T23:59:59.999Z */
 
 /* A non-negative decimal of at most 18 digits. CP_EINVAL otherwise. */
+static void add_param(void *ud, const char *name, size_t nlen, const char *val, size_t vlen)
+{
+    http_query *q = ud;
+    if (q->nparams < CP_ARRAY_LEN(q->params)) q->params[q->nparams++] = (cp_cold_param){name, val, nlen, vlen};
+}
+
 static int parse_dec(const char *s, size_t n, int64_t *out)
 {
     if (n == 0 || n > 18) return CP_EINVAL;
@@ -202,6 +208,8 @@ static int get_duration_and_search(const http_args *a, http_query *q, http_out *
             http_bad_param(o, "q", "bad_parameter", "bad search: %s", why[0] ? why : "invalid");
             return -1;
         }
+        q->nparams = 0;
+        cp_search_required_params(q->search, add_param, q);
         if (cp_search_is_empty(q->search)) {
             cp_search_free(q->search);
             q->search = NULL;
@@ -271,6 +279,7 @@ void http_query_free(http_query *q)
     memset(q, 0, sizeof *q);
 }
 
+
 /* The filter's extra predicate: the search syntax. */
 static int match_search(void *ud, const cp_call_view *v) { return cp_search_match(ud, v); }
 
@@ -288,6 +297,8 @@ void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f)
     if (q->search) {
         f->match = match_search;
         f->match_ud = q->search;
+        f->params = q->params;
+        f->nparams = q->nparams;
     }
     f->method_substr = q->method;
     f->sort = q->sort;

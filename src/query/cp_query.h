@@ -65,6 +65,9 @@ int cp_search_match(const cp_search *q, const cp_call_view *v);
  * that shape. */
 typedef int (*cp_params_fn)(void *ud, const char *name, size_t nlen, const char *val, size_t vlen);
 int cp_params_each(const char *json, size_t n, cp_params_fn fn, void *ud);
+/* The same, with name_fn(name) first for each member (also those with no values). */
+typedef int (*cp_params_name_fn)(void *ud, const char *name, size_t nlen);
+int cp_params_walk(const char *json, size_t n, cp_params_name_fn name_fn, cp_params_fn fn, void *ud);
 
 /* ---- sort columns ------------------------------------------------------------------ */
 

@@ -146,7 +146,7 @@ static int pj_string(pj *j, const char **s, size_t *n)
 }
 
 /* One "name":[values] member; fn's non-zero result comes back through *stop. */
-static int pj_member(pj *j, cp_params_fn fn, void *ud, int *stop)
+static int pj_member(pj *j, cp_params_name_fn name_fn, cp_params_fn fn, void *ud, int *stop)
 {
     const char *name, *val;
     size_t nlen, vlen;
@@ -154,6 +154,7 @@ static int pj_member(pj *j, cp_params_fn fn, void *ud, int *stop)
     int st = pj_string(j, &name, &nlen);
     if (st != CP_OK) return st;
     if (!pj_take(j, ':') || !pj_take(j, '[')) return CP_ECORRUPT;
+    if (name_fn && (*stop = name_fn(ud, name, nlen)) != 0) return CP_OK;
     if (pj_take(j, ']')) return CP_OK;
     /* an escaped name sits at the buffer's start (never empty: an escape gives >= 1 byte) */
     size_t keep = j->buf.len;
@@ -172,6 +173,11 @@ static int pj_member(pj *j, cp_params_fn fn, void *ud, int *stop)
 
 int cp_params_each(const char *json, size_t n, cp_params_fn fn, void *ud)
 {
+    return cp_params_walk(json, n, NULL, fn, ud);
+}
+
+int cp_params_walk(const char *json, size_t n, cp_params_name_fn name_fn, cp_params_fn fn, void *ud)
+{
     if (!json) return CP_ECORRUPT;
     pj j = {(const unsigned char *)json, (const unsigned char *)json + n, {0}};
     cp_buf_init(&j.buf);
@@ -180,7 +186,7 @@ int cp_params_each(const char *json, size_t n, cp_params_fn fn, void *ud)
     else if (!pj_take(&j, '}')) {
         do {
             pj_ws(&j);
-            st = pj_member(&j, fn, ud, &stop);
+            st = pj_member(&j, name_fn, fn, ud, &stop);
         } while (st == CP_OK && !stop && pj_take(&j, ','));
         if (st == CP_OK && !stop && !pj_take(&j, '}')) st = CP_ECORRUPT;
     }

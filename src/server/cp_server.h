@@ -23,6 +23,7 @@ typedef struct cp_server_config {
     const char *host;                 /* bind address, default "0.0.0.0" (IPv6 if it has ':') */
     int port;                         /* default 1715; 0 = ephemeral (see cp_server_port) */
     const char *data_dir;             /* default "./data" */
+    const char *catalog;              /* catalog spec (cp_catalog_open); NULL = <data>/catalog.db */
     int64_t protocol_version;         /* handshake reply: 100605 (default) or 100705 */
     const char *const *blacklist;     /* namespaces refused with 88888888 */
     size_t nblacklist;
@@ -62,5 +63,30 @@ int cp_server_run(cp_server *s);
  * close files), commit the catalog; cp_server_run then returns. */
 void cp_server_stop(cp_server *s);
 void cp_server_close(cp_server *s);
+
+/* ---- the cold-tier task (coldtask.c) ---------------------------------------------------
+ * A thread that compacts closed hot windows into the cold store every `every_ms` and
+ * applies the retention, through its own catalog connection. Several collectors sharing
+ * one catalog each run one: claims keep them from compacting a window twice. */
+struct cp_ostore;
+
+typedef struct cp_coldtask_config {
+    const char *catalog;              /* catalog spec */
+    struct cp_ostore *store;          /* shared with the HTTP readers (thread-safe) */
+    const char *tmp_dir;              /* local Parquet files before upload */
+    const char *node;                 /* claimed_by */
+    int64_t every_ms;                 /* default 60 s; 0 = never */
+    int64_t delay_ms;                 /* windows are compacted this long after they end
+                                       * (late calls and slow traces): default 15 min */
+    int64_t retention_ms;             /* cold files older than this are deleted; 0 = keep */
+    cp_server_log_fn log;             /* called from the task's thread */
+    void *log_ud;
+} cp_coldtask_config;
+
+typedef struct cp_coldtask cp_coldtask;
+
+int cp_coldtask_start(const cp_coldtask_config *cfg, cp_coldtask **out, char *err, size_t errlen);
+/* Stops between two calls of a running compaction (its claim is released) and joins. */
+void cp_coldtask_stop(cp_coldtask *t);
 
 #endif

@@ -37,6 +37,7 @@ typedef struct recovery {
     cp_asm *asm_;
     cp_buf utf8;
     uint64_t found, added;
+    size_t foreign;     /* files outside our data directory: another collector's restart */
     int err;
 } recovery;
 
@@ -86,6 +87,14 @@ static int on_file(void *ud, const char *stream, int64_t file_index, const char 
     cp_stream_kind kind = cp_stream_kind_from_name(stream, strlen(stream));
     if (kind == CP_STREAM_UNKNOWN || !cp_stream_kind_is_decoded(kind) || file_index < 0 || file_index > INT32_MAX)
         return 0;
+    /* collectors sharing one catalog each recover only their own restarts: a restart
+     * still open in the catalog may be live on another node */
+    const char *dir = r->s->cfg->data_dir;
+    size_t dl = strlen(dir);
+    if (strncmp(path, dir, dl) != 0 || path[dl] != '/') {
+        r->foreign++;
+        return 0;
+    }
     if (r->nfiles == RECOVER_MAX_FILES) return 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0; /* never created (INIT without data) or removed: nothing to recover */
@@ -170,10 +179,15 @@ static int recover_restart(void *ud, const cp_catalog_pod *pod)
     r->pod = pod;
     r->nfiles = 0;
     r->found = r->added = 0;
+    r->foreign = 0;
     r->err = CP_OK;
     cp_server *s = r->s;
     if (cp_catalog_restart_files(s->catalog, pod, on_file, r) != CP_OK) {
         cp_srv_log(s, CP_LOG_ERROR, "recovery: pod %s: %s", pod->pod_id, cp_catalog_errmsg(s->catalog));
+        return 0;
+    }
+    if (r->foreign) {
+        for (size_t i = 0; i < r->nfiles; i++) close(r->files[i].fd);
         return 0;
     }
     cp_asm_pod ap = {pod->ns, pod->service, pod->pod, pod->restart_ms};

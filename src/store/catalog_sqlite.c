@@ -3,6 +3,7 @@
  * tier's window tables are written by hot_writer.c, inside the same transaction. */
 #include "cp_catalog.h"
 #include "hot_internal.h"
+#include "sqlite_internal.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -76,6 +77,28 @@ static const char *const migrations[] = {
     "  window_start INTEGER NOT NULL, window_end INTEGER NOT NULL, service_name TEXT NOT NULL,"
     "  calls INTEGER NOT NULL,"
     "  PRIMARY KEY (window_start, namespace, pod_name, restart_time)) WITHOUT ROWID;",
+
+    /* 3: the cold tier (storage.md "Cold tier", cp_cold.h). inventory: a window's batch
+     * (late calls for a persisting/persisted window go to calls_<suffix>_<batch>) and the
+     * compaction claim holding it. s3_files: the object key, the time span of its calls,
+     * the params indexed for it (JSON array) and the claim that wrote it.
+     * inverted_indexes: one inv_* table per indexed param name (cp_cold_inv_table), each
+     * (value, file_id) with file_id = s3_files.uuid. */
+    "ALTER TABLE inventory ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE inventory ADD COLUMN claim TEXT;"
+    "ALTER TABLE inventory ADD COLUMN claimed_by TEXT;"
+    "ALTER TABLE inventory ADD COLUMN claimed_at INTEGER;"
+    "CREATE INDEX inventory_status_start ON inventory (status, start_time);"
+    "CREATE INDEX inventory_claim ON inventory (claim);"
+    "ALTER TABLE s3_files ADD COLUMN object_key TEXT;"
+    "ALTER TABLE s3_files ADD COLUMN min_time INTEGER;"
+    "ALTER TABLE s3_files ADD COLUMN max_time INTEGER;"
+    "ALTER TABLE s3_files ADD COLUMN indexed_params TEXT NOT NULL DEFAULT '[]';"
+    "ALTER TABLE s3_files ADD COLUMN claim TEXT;"
+    "CREATE INDEX s3_files_type_status_start ON s3_files (file_type, status, start_time);"
+    "CREATE INDEX s3_files_claim ON s3_files (claim);"
+    "CREATE TABLE inverted_indexes ("
+    "  param_name TEXT PRIMARY KEY, table_name TEXT NOT NULL UNIQUE, created_time INTEGER NOT NULL);",
 };
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -87,17 +110,6 @@ const char *cp_catalog_sqlite_migration(int version)
 
 /* ---- state ------------------------------------------------------------------------------ */
 
-enum {
-    ST_POD_UPSERT,
-    ST_RESTART_INSERT,
-    ST_POD_TOUCH,
-    ST_RESTART_TOUCH,
-    ST_DICT_PUT,
-    ST_PARAM_PUT,
-    ST_STREAM_OPEN,
-    ST_STREAM_CLOSE,
-    ST_COUNT
-};
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_POD_UPSERT] =
@@ -122,31 +134,19 @@ static const char *const stmt_sql[ST_COUNT] = {
                         " WHERE pod_id = ?5 AND restart_time = ?6 AND stream = ?7 AND file_index = ?8",
 };
 
-typedef struct sqlite_catalog {
-    cp_catalog base; /* first: the interface pointer is the object pointer */
-    sqlite3 *db;
-    sqlite3_stmt *st[ST_COUNT];
-    int in_txn;
-    char err[256];
-    char *path;
-    sqlite3 *ckpt;   /* maintain()'s own connection: checkpoints off the writer's thread */
-    cp_hot_writer *hot;
-    int64_t window_ms;  /* hot-tier window length (set_windows) */
-    char *wal_path;
-} sqlite_catalog;
 
 #define WAL_RESTART_BYTES (64u << 20) /* WAL size at which maintain() makes it start over */
 #define WAL_TAIL_FRAMES 256              /* ... once at most this many frames are left to copy */
 
-static int fail(sqlite_catalog *c, const char *what)
+int cp_sq_fail(sqlite_catalog *c, const char *what)
 {
     snprintf(c->err, sizeof c->err, "%s: %s", what, sqlite3_errmsg(c->db));
     return CP_EIO;
 }
 
-static int exec(sqlite_catalog *c, const char *sql, const char *what)
+int cp_sq_exec(sqlite_catalog *c, const char *sql, const char *what)
 {
-    if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK) return fail(c, what);
+    if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK) return cp_sq_fail(c, what);
     return CP_OK;
 }
 
@@ -157,11 +157,11 @@ static int schema_version(sqlite_catalog *c, int *version)
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(c->db, "SELECT coalesce(max(version), 0) FROM schema_migrations", -1, &s, NULL) !=
         SQLITE_OK)
-        return fail(c, "read schema version");
+        return cp_sq_fail(c, "read schema version");
     int rc = sqlite3_step(s);
     *version = rc == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
     sqlite3_finalize(s);
-    return rc == SQLITE_ROW ? CP_OK : fail(c, "read schema version");
+    return rc == SQLITE_ROW ? CP_OK : cp_sq_fail(c, "read schema version");
 }
 
 static int apply_migration(sqlite_catalog *c, int version, const char *sql)
@@ -170,22 +170,22 @@ static int apply_migration(sqlite_catalog *c, int version, const char *sql)
     snprintf(rec, sizeof rec, "INSERT INTO schema_migrations (version, applied_ms) VALUES (%d, %lld)", version,
              (long long)cp_now_ms());
     /* IMMEDIATE: a second process migrating at the same time waits instead of racing */
-    int st = exec(c, "BEGIN IMMEDIATE", "begin migration");
+    int st = cp_sq_exec(c, "BEGIN IMMEDIATE", "begin migration");
     if (st != CP_OK) return st;
     int cur;
     st = schema_version(c, &cur);
     if (st == CP_OK && cur < version) {
-        st = exec(c, sql, "apply migration");
-        if (st == CP_OK) st = exec(c, rec, "record migration");
+        st = cp_sq_exec(c, sql, "apply migration");
+        if (st == CP_OK) st = cp_sq_exec(c, rec, "record migration");
     }
-    if (st == CP_OK) return exec(c, "COMMIT", "commit migration");
+    if (st == CP_OK) return cp_sq_exec(c, "COMMIT", "commit migration");
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     return st;
 }
 
 static int migrate(sqlite_catalog *c)
 {
-    int st = exec(c,
+    int st = cp_sq_exec(c,
                   "CREATE TABLE IF NOT EXISTS schema_migrations ("
                   " version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)",
                   "create schema_migrations");
@@ -204,10 +204,10 @@ static int migrate(sqlite_catalog *c)
 /* ---- statements ------------------------------------------------------------------------ */
 
 /* Starts the batch transaction on the first write after a commit. */
-static int begin(sqlite_catalog *c)
+int cp_sq_begin(sqlite_catalog *c)
 {
     if (c->in_txn) return CP_OK;
-    int st = exec(c, "BEGIN IMMEDIATE", "begin");
+    int st = cp_sq_exec(c, "BEGIN IMMEDIATE", "begin");
     if (st == CP_OK) c->in_txn = 1;
     return st;
 }
@@ -217,7 +217,7 @@ static int run(sqlite_catalog *c, int which, const char *what)
 {
     sqlite3_stmt *s = c->st[which];
     int rc = sqlite3_step(s);
-    int st = rc == SQLITE_DONE ? CP_OK : fail(c, what);
+    int st = rc == SQLITE_DONE ? CP_OK : cp_sq_fail(c, what);
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     return st;
@@ -233,7 +233,7 @@ static void bind_textn(sqlite3_stmt *s, int i, const char *p, size_t n)
 static int sq_pod_register(cp_catalog *base, const cp_catalog_pod *p, int64_t now_ms)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     if (st != CP_OK) return st;
     sqlite3_stmt *s = c->st[ST_POD_UPSERT];
     bind_text(s, 1, p->ns);
@@ -257,7 +257,7 @@ static int sq_pod_register(cp_catalog *base, const cp_catalog_pod *p, int64_t no
 static int sq_pod_touch(cp_catalog *base, const cp_catalog_pod *p, int64_t now_ms)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     if (st != CP_OK) return st;
     sqlite3_stmt *s = c->st[ST_POD_TOUCH];
     sqlite3_bind_int64(s, 1, now_ms);
@@ -275,7 +275,7 @@ static int sq_pod_touch(cp_catalog *base, const cp_catalog_pod *p, int64_t now_m
 static int sq_dict_put(cp_catalog *base, const cp_catalog_pod *p, int32_t position, const char *tag, size_t tag_len)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     if (st != CP_OK) return st;
     sqlite3_stmt *s = c->st[ST_DICT_PUT];
     bind_text(s, 1, p->pod);
@@ -289,7 +289,7 @@ static int sq_dict_put(cp_catalog *base, const cp_catalog_pod *p, int32_t positi
 static int sq_param_put(cp_catalog *base, const cp_catalog_pod *p, const cp_catalog_param *prm)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     if (st != CP_OK) return st;
     sqlite3_stmt *s = c->st[ST_PARAM_PUT];
     bind_text(s, 1, p->pod);
@@ -306,7 +306,7 @@ static int sq_param_put(cp_catalog *base, const cp_catalog_pod *p, const cp_cata
 static int sq_stream_open(cp_catalog *base, const cp_catalog_stream *x)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     if (st != CP_OK) return st;
     sqlite3_stmt *s = c->st[ST_STREAM_OPEN];
     bind_text(s, 1, x->pod->pod_id);
@@ -324,7 +324,7 @@ static int sq_stream_open(cp_catalog *base, const cp_catalog_stream *x)
 static int sq_stream_close(cp_catalog *base, const cp_catalog_stream *x)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     if (st != CP_OK) return st;
     sqlite3_stmt *s = c->st[ST_STREAM_CLOSE];
     sqlite3_bind_int64(s, 1, x->closed_ms);
@@ -344,7 +344,7 @@ static int sq_stream_close(cp_catalog *base, const cp_catalog_stream *x)
 static int sq_call_put(cp_catalog *base, const cp_call *call)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     return st == CP_OK ? cp_hot_writer_put(c->hot, call, c->err, sizeof c->err) : st;
 }
 
@@ -358,21 +358,24 @@ static int sq_set_windows(cp_catalog *base, int64_t window_ms, int64_t ahead_ms)
 static int sq_windows_prepare(cp_catalog *base, int64_t now_ms)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     return st == CP_OK ? cp_hot_writer_prepare(c->hot, now_ms, c->err, sizeof c->err) : st;
 }
 
 /* The hot tier's counters go in last, then COMMIT; on failure everything of this cycle
  * is rolled back, the hot writer's memory included. */
-static int sq_commit(cp_catalog *base)
+int cp_sq_commit(cp_catalog *base)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
     if (!c->in_txn) return CP_OK;
     c->in_txn = 0;
     int st = cp_hot_writer_flush(c->hot, c->err, sizeof c->err);
     if (st == CP_OK) {
-        if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) return CP_OK;
-        st = fail(c, "commit");
+        if (sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+            cp_hot_writer_end_txn(c->hot);
+            return CP_OK;
+        }
+        st = cp_sq_fail(c, "commit");
     }
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
     cp_hot_writer_rollback(c->hot);
@@ -391,7 +394,7 @@ static int sq_unfinished(cp_catalog *base, int (*fn)(void *ud, const cp_catalog_
                            "               AND s.restart_time = r.restart_time AND s.status = 'open')"
                            " ORDER BY r.restart_time",
                            -1, &s, NULL) != SQLITE_OK)
-        return fail(c, "list unfinished restarts");
+        return cp_sq_fail(c, "list unfinished restarts");
     int rc, st = CP_OK;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         cp_catalog_pod p = {(const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
@@ -400,7 +403,7 @@ static int sq_unfinished(cp_catalog *base, int (*fn)(void *ud, const cp_catalog_
         if (!p.ns || !p.service || !p.pod || !p.pod_id) continue;
         if ((st = fn(ud, &p)) != 0) break;
     }
-    if (st == CP_OK && rc != SQLITE_DONE) st = fail(c, "list unfinished restarts");
+    if (st == CP_OK && rc != SQLITE_DONE) st = cp_sq_fail(c, "list unfinished restarts");
     sqlite3_finalize(s);
     return st;
 }
@@ -414,7 +417,7 @@ static int sq_restart_files(cp_catalog *base, const cp_catalog_pod *p,
                            "SELECT stream, file_index, path FROM streams WHERE pod_id = ?1 AND restart_time = ?2"
                            " ORDER BY stream, file_index",
                            -1, &s, NULL) != SQLITE_OK)
-        return fail(c, "list stream files");
+        return cp_sq_fail(c, "list stream files");
     bind_text(s, 1, p->pod_id);
     sqlite3_bind_int64(s, 2, p->restart_ms);
     int rc, st = CP_OK;
@@ -423,7 +426,7 @@ static int sq_restart_files(cp_catalog *base, const cp_catalog_pod *p,
         if (!stream || !path) continue;
         if ((st = fn(ud, stream, sqlite3_column_int64(s, 1), path)) != 0) break;
     }
-    if (st == CP_OK && rc != SQLITE_DONE) st = fail(c, "list stream files");
+    if (st == CP_OK && rc != SQLITE_DONE) st = cp_sq_fail(c, "list stream files");
     sqlite3_finalize(s);
     return st;
 }
@@ -448,7 +451,7 @@ static int sq_call_exists(cp_catalog *base, const cp_call *call)
     sqlite3_bind_int(s, 5, call->buffer_offset);
     sqlite3_bind_int(s, 6, call->record_index);
     int rc = sqlite3_step(s);
-    int st = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : fail(c, "look up a call");
+    int st = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : cp_sq_fail(c, "look up a call");
     sqlite3_finalize(s);
     return st;
 }
@@ -456,18 +459,18 @@ static int sq_call_exists(cp_catalog *base, const cp_call *call)
 static int sq_restart_finish(cp_catalog *base, const cp_catalog_pod *p, const char *note)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = begin(c);
+    int st = cp_sq_begin(c);
     if (st != CP_OK) return st;
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(c->db,
                            "UPDATE streams SET status = 'closed', error = ?3 WHERE pod_id = ?1 AND restart_time = ?2"
                            " AND status = 'open'",
                            -1, &s, NULL) != SQLITE_OK)
-        return fail(c, "finish a restart");
+        return cp_sq_fail(c, "finish a restart");
     bind_text(s, 1, p->pod_id);
     sqlite3_bind_int64(s, 2, p->restart_ms);
     bind_text(s, 3, note);
-    st = sqlite3_step(s) == SQLITE_DONE ? CP_OK : fail(c, "finish a restart");
+    st = sqlite3_step(s) == SQLITE_DONE ? CP_OK : cp_sq_fail(c, "finish a restart");
     sqlite3_finalize(s);
     return st;
 }
@@ -530,8 +533,9 @@ static int sq_maintain(cp_catalog *base)
 static void sq_close(cp_catalog *base)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    sq_commit(base);
+    cp_sq_commit(base);
     cp_hot_writer_free(c->hot);
+    cp_sq_cold_free(c);
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(c->st[i]);
     sqlite3_close(c->ckpt);
     sqlite3_close(c->db); /* the last connection checkpoints the WAL */
@@ -551,7 +555,7 @@ static const cp_catalog_ops sqlite_ops = {
     .call_put = sq_call_put,
     .set_windows = sq_set_windows,
     .windows_prepare = sq_windows_prepare,
-    .commit = sq_commit,
+    .commit = cp_sq_commit,
     .errmsg = sq_errmsg,
     .close = sq_close,
     .maintain = sq_maintain,
@@ -559,6 +563,17 @@ static const cp_catalog_ops sqlite_ops = {
     .restart_files = sq_restart_files,
     .call_exists = sq_call_exists,
     .restart_finish = sq_restart_finish,
+    .compact_claim = cp_sq_compact_claim,
+    .compact_calls = cp_sq_compact_calls,
+    .cold_file_put = cp_sq_cold_file_put,
+    .compact_reset = cp_sq_compact_reset,
+    .index_put = cp_sq_index_put,
+    .indexed_params = cp_sq_indexed_params,
+    .compact_finish = cp_sq_compact_finish,
+    .compact_release = cp_sq_compact_release,
+    .retention_mark = cp_sq_retention_mark,
+    .retention_list = cp_sq_retention_list,
+    .retention_forget = cp_sq_retention_forget,
 };
 
 /* ---- open ------------------------------------------------------------------------------- */
@@ -570,17 +585,17 @@ static int configure(sqlite_catalog *c)
     /* 16 KiB pages for a new catalog (a no-op on an existing one): a quarter of the WAL
      * frames, write calls and b-tree levels of 4 KiB pages for the hot tier's inserts,
      * measured about 15 % less CPU per call (bench/hot.c) */
-    int st = exec(c, "PRAGMA page_size = 16384", "set page size");
-    if (st == CP_OK) st = exec(c, "PRAGMA journal_mode = WAL", "set WAL");
-    if (st == CP_OK) st = exec(c, "PRAGMA synchronous = NORMAL", "set synchronous");
+    int st = cp_sq_exec(c, "PRAGMA page_size = 16384", "set page size");
+    if (st == CP_OK) st = cp_sq_exec(c, "PRAGMA journal_mode = WAL", "set WAL");
+    if (st == CP_OK) st = cp_sq_exec(c, "PRAGMA synchronous = NORMAL", "set synchronous");
     /* checkpoints fsync: they run in sq_maintain() on a worker thread instead */
-    if (st == CP_OK) st = exec(c, "PRAGMA wal_autocheckpoint = 0", "disable auto-checkpoints");
-    if (st == CP_OK && sqlite3_busy_timeout(c->db, 5000) != SQLITE_OK) st = fail(c, "set busy timeout");
+    if (st == CP_OK) st = cp_sq_exec(c, "PRAGMA wal_autocheckpoint = 0", "disable auto-checkpoints");
+    if (st == CP_OK && sqlite3_busy_timeout(c->db, 5000) != SQLITE_OK) st = cp_sq_fail(c, "set busy timeout");
     /* 64 MiB of page cache: the hot windows' index pages (random inserts into the
      * duration index) stay in memory between commits */
-    if (st == CP_OK) st = exec(c, "PRAGMA cache_size = -65536", "set cache size");
+    if (st == CP_OK) st = cp_sq_exec(c, "PRAGMA cache_size = -65536", "set cache size");
     /* a WAL that grew during a burst is cut back to 64 MiB when it starts over */
-    if (st == CP_OK) st = exec(c, "PRAGMA journal_size_limit = 67108864", "set WAL size limit");
+    if (st == CP_OK) st = cp_sq_exec(c, "PRAGMA journal_size_limit = 67108864", "set WAL size limit");
     return st;
 }
 
@@ -588,7 +603,7 @@ static int prepare_all(sqlite_catalog *c)
 {
     for (int i = 0; i < ST_COUNT; i++)
         if (sqlite3_prepare_v3(c->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL) != SQLITE_OK)
-            return fail(c, "prepare");
+            return cp_sq_fail(c, "prepare");
     return CP_OK;
 }
 
@@ -609,7 +624,7 @@ int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t
     int st = c->path ? CP_OK : CP_ENOMEM;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     if (st != CP_OK) snprintf(c->err, sizeof c->err, "out of memory");
-    else if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) st = fail(c, path);
+    else if (sqlite3_open_v2(path, &c->db, flags, NULL) != SQLITE_OK) st = cp_sq_fail(c, path);
     else st = configure(c);
     if (st == CP_OK) st = migrate(c);
     if (st == CP_OK) st = prepare_all(c);

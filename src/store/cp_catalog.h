@@ -15,6 +15,7 @@
 
 #include "common/cp_common.h"
 #include "model/cp_model.h"
+#include "store/cp_hot.h"
 
 #include <stdint.h>
 
@@ -52,6 +53,58 @@ typedef struct cp_catalog_param {
     const char *signature;
     size_t signature_len;
 } cp_catalog_param;
+
+
+/* ---- the cold tier (storage.md "Cold tier") ----------------------------------------------
+ *
+ * Compaction moves closed hot windows into Parquet objects. A *claim* is the set of
+ * windows (table pairs) of one hour, ending at or before `until`, that one compactor takes
+ * at once: their inventory rows go ready -> persisting with the claim's key, the node and
+ * the time, in one transaction, so two nodes never compact the same window. The claim key
+ * is deterministic -- the table suffix of its first window ("20260102_1300", or
+ * "20260102_1305_1" for a late batch) -- and so are the object keys derived from it, so a
+ * claim abandoned by a crash is taken over (after its lease, or at once by `cloudprof
+ * compact`) and redone to the same objects and rows.
+ *
+ * Late calls: a window that is persisting or persisted never gets rows again. The hot
+ * writer checks the window's status at its first insert in each transaction (PostgreSQL:
+ * FOR SHARE, so a claim waits for writers in flight) and puts late calls in the window's
+ * next batch table (calls_<suffix>_<n>, n >= 1), compacted by a later claim. */
+
+typedef struct cp_compact_job {
+    char claim[40];              /* claim key (table suffix of the first window) */
+    int64_t hour_ms;             /* start of the hour (UTC) */
+    int64_t from_ms, to_ms;      /* union of the claimed windows [from, to) */
+    int64_t rows;                /* calls in the claimed windows (inventory rows_count) */
+    size_t windows;              /* window table pairs claimed */
+    int taken_over;              /* 1: this claim was abandoned by an earlier run */
+} cp_compact_job;
+
+/* One cold object (an s3_files row). */
+typedef struct cp_cold_file {
+    const char *uuid;            /* deterministic: the object key */
+    const char *key;             /* object key in the store */
+    const char *url;             /* remote_storage_path */
+    const char *local_path;      /* local_file_path (temporary Parquet file) */
+    const char *file_type;       /* "calls" | "dumps" */
+    const char *dump_type;       /* NULL for calls */
+    const char *ns;
+    int32_t duration_range;      /* exclusive upper bound in ms (seed Appendix A: 1, 10, ..., 90000; INT32_MAX for >90s); 0 for dumps */
+    int64_t start_ms, end_ms;    /* the hour (or claim) the file covers */
+    int64_t min_ts, max_ts;      /* smallest / largest call time in the file */
+    int64_t rows, size;
+    const char *status;          /* creating | created | transferring | completed | to_delete */
+    const char *services;        /* JSON array of service names */
+    const char *indexed_params;  /* JSON array of the param names indexed for this file */
+    const char *claim;           /* claim key that wrote it */
+} cp_cold_file;
+
+typedef struct cp_compact_opts {
+    int64_t until_ms;            /* only windows ending at or before this */
+    const char *node;            /* this compactor's name (claimed_by) */
+    int64_t lease_ms;            /* a claim older than this is abandoned; 0 = take over any */
+    int64_t now_ms;
+} cp_compact_opts;
 
 typedef struct cp_catalog cp_catalog;
 
@@ -93,6 +146,44 @@ typedef struct cp_catalog_ops {
     int (*call_exists)(cp_catalog *c, const cp_call *call);
     /* Marks the restart's open stream files closed (status "closed", error = note). */
     int (*restart_finish)(cp_catalog *c, const cp_catalog_pod *p, const char *note);
+    /* ---- compaction (one compactor thread/process; its own cp_catalog) ---- */
+    /* Claims the oldest hour's eligible windows (see above), committing at once.
+     * CP_ENOTFOUND when nothing is eligible. Windows with no rows are part of the claim
+     * (they are persisted and dropped with it). */
+    int (*compact_claim)(cp_catalog *c, const cp_compact_opts *o, cp_compact_job *job);
+    /* fn(call) with its trace for every call of the claim, ordered by namespace, duration
+     * range, pod_name, time, restart_time, trace_file_index, buffer_offset, record_index.
+     * Reads in one snapshot; fn's pointers are valid during the call only. */
+    int (*compact_calls)(cp_catalog *c, const cp_compact_job *job, cp_call_fn fn, void *ud);
+    /* Upserts the s3_files row (by uuid) with f's fields and status; refreshes the claim's
+     * lease. Commits. */
+    int (*cold_file_put)(cp_catalog *c, const cp_compact_job *job, const cp_cold_file *f);
+    /* Removes what an earlier run of this claim left: s3_files rows with this claim that
+     * are not completed and their inverted-index rows. fn(key) first for each such row's
+     * object key (the caller deletes the objects). Commits. */
+    int (*compact_reset)(cp_catalog *c, const cp_compact_job *job, int (*fn)(void *ud, const char *key), void *ud);
+    /* Inverted index (seed "Inverted Indexes"): the distinct (value) of an indexed param
+     * in a file. Batched into the open transaction; call commit() every few thousand. */
+    int (*index_put)(cp_catalog *c, const char *param, size_t param_len, const char *value, size_t value_len,
+                     const char *file_uuid);
+    /* Names of the params to index: every param some pod declared indexed. */
+    int (*indexed_params)(cp_catalog *c, int (*fn)(void *ud, const char *name), void *ud);
+    /* One transaction: the claim's files (uuids[0..n)) -> completed, its windows ->
+     * persisted, their tables dropped. After it, readers see the cold files and not the
+     * hot rows; before it, the hot rows and not the files. */
+    int (*compact_finish)(cp_catalog *c, const cp_compact_job *job, const char *const *uuids, size_t n);
+    /* Gives a claim up after a failure (windows back to ready). */
+    int (*compact_release)(cp_catalog *c, const cp_compact_job *job);
+    /* ---- retention ---- */
+    /* Completed cold files whose end_ms <= before_ms -> to_delete; their inverted-index
+     * rows, call_counts and persisted inventory rows older than before_ms are deleted.
+     * *marked = files marked. Commits. */
+    int (*retention_mark)(cp_catalog *c, int64_t before_ms, int64_t *marked);
+    /* fn(uuid, key) for every to_delete file (at most limit). */
+    int (*retention_list)(cp_catalog *c, size_t limit, int (*fn)(void *ud, const char *uuid, const char *key),
+                          void *ud);
+    /* Deletes the s3_files row of a to_delete file whose object is gone. */
+    int (*retention_forget)(cp_catalog *c, const char *uuid);
     /* commits the open write transaction, if any. */
     int (*commit)(cp_catalog *c);
     const char *(*errmsg)(const cp_catalog *c);
@@ -108,6 +199,17 @@ typedef struct cp_catalog_ops {
 struct cp_catalog {
     const cp_catalog_ops *ops;
 };
+
+/* Opens the catalog `spec` names: "postgres://..." / "postgresql://..." (libpq URI) or
+ * a SQLite file path. */
+int cp_catalog_open(const char *spec, cp_catalog **out, char *err, size_t errlen);
+/* 1 if spec names a PostgreSQL catalog. */
+int cp_catalog_is_postgres(const char *spec);
+/* Opens a PostgreSQL catalog (libpq URI) and applies pending migrations (under an
+ * advisory lock, so several nodes may start at once). */
+int cp_catalog_open_pg(const char *conninfo, cp_catalog **out, char *err, size_t errlen);
+int cp_catalog_pg_schema_version(void);
+const char *cp_catalog_pg_migration(int version);
 
 /* Opens (creating if needed) <path> as a SQLite catalog and applies pending migrations.
  * On failure *out is NULL and err holds the reason. */
@@ -168,6 +270,54 @@ static inline int cp_catalog_call_exists(cp_catalog *c, const cp_call *call) { r
 static inline int cp_catalog_restart_finish(cp_catalog *c, const cp_catalog_pod *p, const char *note)
 {
     return c->ops->restart_finish(c, p, note);
+}
+static inline int cp_catalog_compact_claim(cp_catalog *c, const cp_compact_opts *o, cp_compact_job *job)
+{
+    return c->ops->compact_claim(c, o, job);
+}
+static inline int cp_catalog_compact_calls(cp_catalog *c, const cp_compact_job *job, cp_call_fn fn, void *ud)
+{
+    return c->ops->compact_calls(c, job, fn, ud);
+}
+static inline int cp_catalog_cold_file_put(cp_catalog *c, const cp_compact_job *job, const cp_cold_file *f)
+{
+    return c->ops->cold_file_put(c, job, f);
+}
+static inline int cp_catalog_compact_reset(cp_catalog *c, const cp_compact_job *job,
+                                           int (*fn)(void *ud, const char *key), void *ud)
+{
+    return c->ops->compact_reset(c, job, fn, ud);
+}
+static inline int cp_catalog_index_put(cp_catalog *c, const char *param, size_t param_len, const char *value,
+                                       size_t value_len, const char *file_uuid)
+{
+    return c->ops->index_put(c, param, param_len, value, value_len, file_uuid);
+}
+static inline int cp_catalog_indexed_params(cp_catalog *c, int (*fn)(void *ud, const char *name), void *ud)
+{
+    return c->ops->indexed_params(c, fn, ud);
+}
+static inline int cp_catalog_compact_finish(cp_catalog *c, const cp_compact_job *job, const char *const *uuids,
+                                            size_t n)
+{
+    return c->ops->compact_finish(c, job, uuids, n);
+}
+static inline int cp_catalog_compact_release(cp_catalog *c, const cp_compact_job *job)
+{
+    return c->ops->compact_release(c, job);
+}
+static inline int cp_catalog_retention_mark(cp_catalog *c, int64_t before_ms, int64_t *marked)
+{
+    return c->ops->retention_mark(c, before_ms, marked);
+}
+static inline int cp_catalog_retention_list(cp_catalog *c, size_t limit,
+                                            int (*fn)(void *ud, const char *uuid, const char *key), void *ud)
+{
+    return c->ops->retention_list(c, limit, fn, ud);
+}
+static inline int cp_catalog_retention_forget(cp_catalog *c, const char *uuid)
+{
+    return c->ops->retention_forget(c, uuid);
 }
 static inline int cp_catalog_commit(cp_catalog *c) { return c->ops->commit(c); }
 static inline int cp_catalog_maintain(cp_catalog *c) { return c->ops->maintain ? c->ops->maintain(c) : CP_OK; }

@@ -33,6 +33,11 @@ typedef struct cp_call_filter {
     const cp_sort_key *after;          /* keyset: rows strictly after this key; NULL = first page */
     size_t limit;                      /* rows wanted (the reader fetches limit + 1 to tell "more") */
     uint64_t max_scan;                 /* rows the database may examine in total; 0 = no cap */
+    /* $name=value terms every matching call satisfies (cp_search_required_params), for
+     * the tiered reader to skip cold files by the inverted index (cp_cold_query). Only
+     * pruning: match must still apply them. NULL / 0 = none. */
+    const struct cp_cold_param *params;
+    size_t nparams;
 } cp_call_filter;
 
 typedef struct cp_search_stats {
@@ -40,6 +45,8 @@ typedef struct cp_search_stats {
     size_t windows;                    /* window tables queried */
     int partial;                       /* max_scan was reached: rows are right, maybe not all */
     int more;                          /* another page exists */
+    size_t cold_files;                 /* cold files read (tiered reader) */
+    size_t cold_skipped;               /* cold files skipped by the inverted index */
 } cp_search_stats;
 
 /* Receives one call; its pointers are valid during the callback only (trace is NULL in
@@ -54,6 +61,26 @@ typedef struct cp_pod_row {
     int64_t calls;                     /* calls with ts_ms in [from, to) */
 } cp_pod_row;
 typedef int (*cp_pod_fn)(void *ud, const cp_pod_row *p);
+
+/* Which cold files a calls search must read (storage.md "Cold tier"). */
+typedef struct cp_cold_param {
+    const char *name, *value;          /* a $name=value term (value: case-insensitive substring) */
+    size_t name_len, value_len;
+} cp_cold_param;
+
+typedef struct cp_cold_query {
+    int64_t from_ms, to_ms;            /* files whose [start_ms, end_ms) overlaps [from, to) */
+    const char *ns;                    /* NULL = any namespace */
+    int64_t min_duration_ms, max_duration_ms;   /* files whose duration range overlaps */
+    /* Every term must hold for a call to match. A file is skipped when, for some term,
+     * the param is in the file's indexed_params and the inverted index has no value of
+     * that param for the file containing the term's value (case-insensitively). */
+    const cp_cold_param *params;
+    size_t nparams;
+} cp_cold_query;
+
+struct cp_cold_file;
+typedef int (*cp_cold_file_fn)(void *ud, const struct cp_cold_file *f);
 
 typedef struct cp_reader cp_reader;
 
@@ -70,7 +97,11 @@ typedef struct cp_reader_ops {
      * them to blobs (cp_blob_attach_words), which do not carry words. */
     int (*words)(cp_reader *r, const char *ns, const char *pod, int64_t restart_ms, const int32_t *ids, size_t n,
                  int (*fn)(void *ud, int32_t id, const char *text, size_t len), void *ud);
-    /* Smallest and largest ts_ms of all hot calls (0, 0 when there are none). */
+    /* Completed calls files for q (cp_catalog.h cp_cold_file), ordered by start_ms,
+     * namespace, duration_range. *skipped (may be NULL) = files left out by the inverted
+     * index. The file's strings are valid during the callback only. */
+    int (*cold_files)(cp_reader *r, const cp_cold_query *q, cp_cold_file_fn fn, void *ud, size_t *skipped);
+    /* Smallest and largest ts_ms of all calls, hot and cold (0, 0 when there are none). */
     int (*bounds)(cp_reader *r, int64_t *min_ts, int64_t *max_ts);
     const char *(*errmsg)(const cp_reader *r);
     void (*close)(cp_reader *r);
@@ -106,6 +137,16 @@ static inline int cp_reader_words(cp_reader *r, const char *ns, const char *pod,
 {
     return r->ops->words(r, ns, pod, restart_ms, ids, n, fn, ud);
 }
+static inline int cp_reader_cold_files(cp_reader *r, const cp_cold_query *q, cp_cold_file_fn fn, void *ud,
+                                       size_t *skipped)
+{
+    return r->ops->cold_files(r, q, fn, ud, skipped);
+}
+/* Opens a reader on the PostgreSQL catalog (libpq URI). */
+int cp_reader_open_pg(const char *conninfo, cp_reader **out, char *err, size_t errlen);
+/* Either, by the catalog spec (cp_catalog_open). */
+int cp_reader_open(const char *spec, cp_reader **out, char *err, size_t errlen);
+
 static inline const char *cp_reader_errmsg(const cp_reader *r) { return r->ops->errmsg(r); }
 static inline void cp_reader_close(cp_reader *r)
 {

@@ -24,7 +24,7 @@
 /* windows_prepare creates at most this many windows (ahead_ms / window_ms). */
 #define CP_HOT_MAX_AHEAD_WINDOWS 1024
 /* "YYYYMMDD_HHMM" + NUL */
-#define CP_HOT_SUFFIX_LEN 14
+#define CP_HOT_SUFFIX_LEN 24 /* "YYYYMMDD_HHMM_<batch>" + NUL, with room */
 /* "traces_" + suffix, with room to spare */
 #define CP_HOT_NAME_LEN 32
 
@@ -39,7 +39,7 @@ int cp_hot_window_start(int64_t ts_ms, int64_t window_ms, int64_t *start_ms);
 /* "YYYYMMDD_HHMM" of a window start (UTC). */
 void cp_hot_window_suffix(int64_t start_ms, char out[CP_HOT_SUFFIX_LEN]);
 
-/* 1 if name is "calls_YYYYMMDD_HHMM" (digits only): names read back from `inventory` are
+/* 1 if name is "calls_YYYYMMDD_HHMM" or "calls_YYYYMMDD_HHMM_<batch>" (digits only): names read back from `inventory` are
  * spliced into SQL text, so they are checked first. */
 int cp_hot_calls_name_ok(const char *name);
 
@@ -64,5 +64,8 @@ int cp_hot_writer_flush(cp_hot_writer *w, char *err, size_t errlen);
 /* The transaction was rolled back: forget pending counters and every window learnt in it
  * (the map is a cache and is reloaded from `inventory` on demand). */
 void cp_hot_writer_rollback(cp_hot_writer *w);
+/* The transaction committed: every window's status is read again at its next insert
+ * (a compactor may claim it between transactions). */
+void cp_hot_writer_end_txn(cp_hot_writer *w);
 
 #endif

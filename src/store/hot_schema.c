@@ -64,7 +64,13 @@ int cp_hot_calls_name_ok(const char *name)
         char c = name[i];
         if (pat[i] == 'd' ? (c < '0' || c > '9') : c != pat[i]) return 0;
     }
-    return name[sizeof pat - 1] == 0;
+    const char *rest = name + sizeof pat - 1;
+    if (*rest == 0) return 1;
+    /* a late batch: "_<n>", 1 to 6 digits, no leading zero */
+    if (rest[0] != '_' || rest[1] < '1' || rest[1] > '9') return 0;
+    size_t d = 1;
+    while (rest[1 + d] >= '0' && rest[1 + d] <= '9') d++;
+    return d <= 6 && rest[1 + d] == 0;
 }
 
 /* Index choices (every index is paid on every insert, so only what the reads need):

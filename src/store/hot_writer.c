@@ -27,7 +27,9 @@
 /* One known window (its inventory rows exist in the database or the open transaction). */
 typedef struct hot_window {
     int64_t start, end;
-    char suffix[CP_HOT_SUFFIX_LEN];
+    char suffix[CP_HOT_SUFFIX_LEN];     /* "YYYYMMDD_HHMM" or, for a late batch, "..._<batch>" */
+    int batch;
+    uint64_t txn;                       /* the writer transaction that last checked its status */
     sqlite3_stmt *ins_call, *ins_trace; /* both NULL unless in the statement cache */
     uint64_t used;                      /* statement-cache LRU tick */
     int64_t new_calls, new_traces;      /* rows since the last flush */
@@ -53,10 +55,12 @@ enum {
 };
 
 static const char *const ws_sql[WS_COUNT] = {
-    [WS_FIND] = "SELECT start_time, end_time FROM inventory WHERE table_name = ?1",
+    /* the window's newest batch: a persisting/persisted one takes no more rows */
+    [WS_FIND] = "SELECT start_time, end_time, status, batch FROM inventory"
+                " WHERE table_type = 'calls' AND start_time = ?1 ORDER BY batch DESC LIMIT 1",
     [WS_INV_INSERT] = "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name,"
-                      " created_time, rows_count, table_size, total_table_size)"
-                      " VALUES (?1, ?2, ?3, 'creating', ?4, ?5, ?6, 0, 0, 0)",
+                      " created_time, rows_count, table_size, total_table_size, batch)"
+                      " VALUES (?1, ?2, ?3, 'creating', ?4, ?5, ?6, 0, 0, 0, ?7)",
     [WS_INV_READY] = "UPDATE inventory SET status = 'ready' WHERE table_name IN (?1, ?2) AND status = 'creating'",
     [WS_INV_EXTEND] = "UPDATE inventory SET end_time = ?1 WHERE table_name IN (?2, ?3) AND end_time < ?1",
     [WS_INV_ROWS] = "UPDATE inventory SET rows_count = coalesce(rows_count, 0) + ?1 WHERE table_name = ?2",
@@ -74,6 +78,7 @@ struct cp_hot_writer {
     size_t nwin;
     int32_t *win_slot;          /* HOT_WINDOW_SLOTS: index into win, -1 = empty */
     hot_window *last;           /* the window of the previous call */
+    uint64_t txn;               /* counts write transactions (cp_hot_writer_end_txn) */
     hot_window *stmt_win[HOT_STMT_WINDOWS]; /* windows holding prepared INSERTs */
     size_t nstmt;
     uint64_t tick;
@@ -123,6 +128,7 @@ int cp_hot_writer_new(sqlite3 *db, cp_hot_writer **out, char *err, size_t errlen
         return CP_ENOMEM;
     }
     w->db = db;
+    w->txn = 1;
     w->window_ms = CP_HOT_DEFAULT_WINDOW_MS;
     w->ahead_ms = CP_HOT_DEFAULT_AHEAD_MS;
     memset(w->win_slot, 0xff, HOT_WINDOW_SLOTS * sizeof *w->win_slot);
@@ -229,6 +235,7 @@ static int window_remember(cp_hot_writer *w, int64_t start, int64_t end, hot_win
     memset(x, 0, sizeof *x);
     x->start = start;
     x->end = end;
+    x->txn = w->txn;
     cp_hot_window_suffix(start, x->suffix);
     w->win_slot[window_slot(w, start)] = (int32_t)w->nwin++;
     *out = x;
@@ -261,6 +268,7 @@ static int inventory_insert(cp_hot_writer *w, const hot_window *x, const char *t
     sqlite3_bind_text(s, 4, type, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 5, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(s, 6, cp_now_ms());
+    sqlite3_bind_int(s, 7, x->batch);
     return ws_run(w, WS_INV_INSERT, err, errlen, "inventory insert");
 }
 
@@ -300,31 +308,68 @@ static int window_extend(cp_hot_writer *w, hot_window *x, int64_t end, char *err
     return st;
 }
 
+/* Points x at batch `batch` of its window (names, statements). Row counts pending under
+ * the old names are written first. */
+static int window_set_batch(cp_hot_writer *w, hot_window *x, int batch, char *err, size_t errlen)
+{
+    if (x->batch == batch) return CP_OK;
+    int st = flush_rows(w, err, errlen);
+    if (st != CP_OK) return st;
+    window_drop_stmts(x);
+    for (size_t i = 0; i < w->nstmt; i++)
+        if (w->stmt_win[i] == x) w->stmt_win[i] = w->stmt_win[--w->nstmt];
+    x->batch = batch;
+    cp_hot_window_suffix(x->start, x->suffix);
+    if (batch > 0) {
+        size_t n = strlen(x->suffix);
+        snprintf(x->suffix + n, sizeof x->suffix - n, "_%d", batch);
+    }
+    return CP_OK;
+}
+
+/* Reads the window's newest batch from `inventory` and settles where its rows go: that
+ * batch while it is ready, a new batch (tables created now) once a compactor has claimed
+ * it -- late calls never land in a table being compacted. Runs at the first insert into
+ * the window in each write transaction, inside it: a claim either committed before
+ * (seen here) or waits for this transaction. *found = 0 if the window has no row. */
+static int window_check(cp_hot_writer *w, hot_window *x, int create, int *found, char *err, size_t errlen)
+{
+    sqlite3_stmt *s = w->st[WS_FIND];
+    sqlite3_bind_int64(s, 1, x->start);
+    int rc = sqlite3_step(s);
+    *found = rc == SQLITE_ROW;
+    int64_t end = *found ? sqlite3_column_int64(s, 1) : x->end;
+    const unsigned char *status = *found ? sqlite3_column_text(s, 2) : NULL;
+    int open = !*found || (status && (!strcmp((const char *)status, "ready") ||
+                                      !strcmp((const char *)status, "creating")));
+    int batch = *found ? sqlite3_column_int(s, 3) : 0;
+    sqlite3_reset(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(w, err, errlen, "inventory lookup");
+    if (*found) x->end = end;
+    x->txn = w->txn;
+    if (open) {
+        int st = window_set_batch(w, x, batch, err, errlen);
+        if (st == CP_OK && !*found && create) st = window_create(w, x, err, errlen);
+        return st;
+    }
+    int st = window_set_batch(w, x, batch + 1, err, errlen);
+    return st == CP_OK ? window_create(w, x, err, errlen) : st;
+}
+
 /* Looks a window up in `inventory` (a map miss: after a restart, or a window created by
  * another writer); creates it when absent. */
 static int window_load(cp_hot_writer *w, int64_t start, hot_window **out, char *err, size_t errlen)
 {
-    char suffix[CP_HOT_SUFFIX_LEN], calls[CP_HOT_NAME_LEN];
-    cp_hot_window_suffix(start, suffix);
-    snprintf(calls, sizeof calls, "calls_%s", suffix);
-    sqlite3_stmt *s = w->st[WS_FIND];
-    sqlite3_bind_text(s, 1, calls, -1, SQLITE_TRANSIENT);
-    int rc = sqlite3_step(s);
-    int found = rc == SQLITE_ROW;
-    int64_t end = found ? sqlite3_column_int64(s, 1) : start + w->window_ms;
-    sqlite3_reset(s);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(w, err, errlen, "inventory lookup");
-    int st = window_remember(w, start, end, out, err, errlen);
-    if (st != CP_OK) return st;
-    if (!found) return window_create(w, *out, err, errlen);
-    return CP_OK;
+    int st = window_remember(w, start, start + w->window_ms, out, err, errlen);
+    int found;
+    return st == CP_OK ? window_check(w, *out, 1, &found, err, errlen) : st;
 }
 
 /* The window holding ts: the previous call's, a map hit, or loaded / created. */
 static int window_for(cp_hot_writer *w, int64_t ts, hot_window **out, char *err, size_t errlen)
 {
     hot_window *x = w->last;
-    if (x && ts >= x->start && ts < x->end) {
+    if (x && ts >= x->start && ts < x->end && x->txn == w->txn) {
         *out = x;
         return CP_OK;
     }
@@ -334,8 +379,11 @@ static int window_for(cp_hot_writer *w, int64_t ts, hot_window **out, char *err,
         return CP_EINVAL;
     }
     x = window_lookup(w, start);
-    int st = CP_OK;
-    if (!x) st = window_load(w, start, &x, err, errlen);
+    int st = CP_OK, found;
+    if (!x)
+        st = window_load(w, start, &x, err, errlen);
+    else if (x->txn != w->txn)
+        st = window_check(w, x, 1, &found, err, errlen);
     if (st == CP_OK && ts >= x->end) st = window_extend(w, x, start + w->window_ms, err, errlen);
     if (st != CP_OK) return st;
     w->last = x;
@@ -621,8 +669,11 @@ int cp_hot_writer_flush(cp_hot_writer *w, char *err, size_t errlen)
     return st == CP_OK ? flush_counts(w, err, errlen) : st;
 }
 
+void cp_hot_writer_end_txn(cp_hot_writer *w) { w->txn++; }
+
 void cp_hot_writer_rollback(cp_hot_writer *w)
 {
+    w->txn++;
     windows_clear(w);
     counts_clear(w);
 }

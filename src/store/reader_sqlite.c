@@ -6,7 +6,13 @@
  * merges the per-window cursors with a heap in C into the global first `limit` rows.
  * Time-sorted searches open windows lazily, newest (or oldest) first, so a page usually
  * touches one or two windows. Every operation runs in one read transaction: all windows
- * are seen at the same snapshot.
+ * are seen at the same snapshot. A window's late batches (calls_<suffix>_<n>, made for
+ * calls that arrived after a compactor claimed it) are window tables like any other.
+ *
+ * Cold files (cold_files): the completed calls files of `s3_files` for a time range,
+ * namespace and duration range, minus those the inverted index rules out for the
+ * search's $param=value terms (one query per term and index table; the rule itself is
+ * reader_internal.h's, shared with the PostgreSQL reader). bounds covers both tiers.
  *
  * Order (cp_sort_key): the sort column in its direction, then time DESC, restart_time
  * DESC, pod_hash DESC, trace_file_index DESC, buffer_offset DESC, record_index DESC.
@@ -18,6 +24,7 @@
  */
 #include "cp_hot.h"
 #include "hot_internal.h"
+#include "reader_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +32,6 @@
 #define RD_CACHE 64
 #define RD_MAX_WINDOWS 8192
 #define RD_MAX_LIMIT 100000
-#define RD_GET_WINDOWS 16 /* windows that may hold one time (only > 1 after a length change) */
 #define RD_MATCH_PTR "cp_hot_match"
 
 /* A prepared statement and its SQL text (the cache key). */
@@ -44,6 +50,7 @@ typedef struct sqlite_reader {
     uint64_t tick;
     cp_buf sql;              /* scratch for SQL text */
     cp_buf needle;           /* lower-cased method substring */
+    int cold;                /* the catalog has the cold tier's tables (migration 3) */
     char err[256];
 } sqlite_reader;
 
@@ -678,24 +685,38 @@ static int rd_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn 
 
 /* ---- get ---------------------------------------------------------------------------------------- */
 
-/* Names of the windows whose span holds ts (normally one). */
-static int windows_at(sqlite_reader *r, int64_t ts, char names[][CP_HOT_NAME_LEN], size_t *n)
+/* Names of the window tables whose span holds ts: normally one, more after a window
+ * length change, plus the window's late batches (calls_<suffix>_<n>). *names is
+ * malloc'ed (CP_HOT_NAME_LEN bytes each). */
+static int windows_at(sqlite_reader *r, int64_t ts, char (**names)[CP_HOT_NAME_LEN], size_t *n)
 {
     rd_stmt q;
     int st = stmt_get(r,
                       "SELECT table_name FROM inventory WHERE table_type = 'calls'"
                       " AND status IN ('ready', 'persisting') AND start_time <= ?1 AND end_time > ?1"
-                      " ORDER BY start_time DESC",
+                      " ORDER BY start_time DESC, table_name",
                       &q);
     if (st != CP_OK) return st;
     sqlite3_bind_int64(q.st, 1, ts);
     *n = 0;
+    size_t cap = 0;
     int rc;
-    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW && *n < RD_GET_WINDOWS) {
+    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(q.st, 0);
-        if (name && cp_hot_calls_name_ok(name)) snprintf(names[(*n)++], CP_HOT_NAME_LEN, "%s", name);
+        if (!name || !cp_hot_calls_name_ok(name)) continue;
+        if (*n == RD_MAX_WINDOWS) break;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 4;
+            char(*v)[CP_HOT_NAME_LEN] = realloc(*names, cap * sizeof *v);
+            if (!v) {
+                st = rd_oom(r);
+                break;
+            }
+            *names = v;
+        }
+        snprintf((*names)[(*n)++], CP_HOT_NAME_LEN, "%s", name);
     }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) st = rd_fail(r, "windows of a call");
+    if (st == CP_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) st = rd_fail(r, "windows of a call");
     stmt_put(r, &q, st == CP_OK);
     return st;
 }
@@ -764,14 +785,15 @@ static int get_in(sqlite_reader *r, const char *name, const cp_call_ref *ref, in
 static int rd_get(cp_reader *base, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud)
 {
     sqlite_reader *r = (sqlite_reader *)base;
-    char names[RD_GET_WINDOWS][CP_HOT_NAME_LEN];
+    char(*names)[CP_HOT_NAME_LEN] = NULL;
     size_t n = 0;
     int found = 0;
     int st = txn_begin(r);
     if (st != CP_OK) return st;
-    st = windows_at(r, ref->ts_ms, names, &n);
+    st = windows_at(r, ref->ts_ms, &names, &n);
     for (size_t i = 0; st == CP_OK && !found && i < n; i++) st = get_in(r, names[i], ref, with_trace, fn, ud, &found);
     txn_end(r);
+    free(names);
     if (st == CP_OK && !found) {
         snprintf(r->err, sizeof r->err, "no such call");
         return CP_ENOTFOUND;
@@ -914,17 +936,214 @@ static int edge(sqlite_reader *r, int max, int64_t *out, int *found)
     return st;
 }
 
+/* The smallest min_time and largest max_time of the completed calls files. */
+static int cold_edges(sqlite_reader *r, int64_t *lo, int64_t *hi, int *has)
+{
+    rd_stmt q;
+    int st = stmt_get(r,
+                      "SELECT min(min_time), max(max_time) FROM s3_files"
+                      " WHERE file_type = 'calls' AND status = 'completed'",
+                      &q);
+    if (st != CP_OK) return st;
+    int rc = sqlite3_step(q.st);
+    *has = rc == SQLITE_ROW && sqlite3_column_type(q.st, 0) != SQLITE_NULL &&
+           sqlite3_column_type(q.st, 1) != SQLITE_NULL;
+    if (*has) {
+        *lo = sqlite3_column_int64(q.st, 0);
+        *hi = sqlite3_column_int64(q.st, 1);
+    }
+    if (rc != SQLITE_ROW) st = rd_fail(r, "cold bounds");
+    stmt_put(r, &q, st == CP_OK);
+    return st;
+}
+
 static int rd_bounds(cp_reader *base, int64_t *min_ts, int64_t *max_ts)
 {
     sqlite_reader *r = (sqlite_reader *)base;
     *min_ts = *max_ts = 0;
     int st = txn_begin(r);
     if (st != CP_OK) return st;
-    int has_min = 0, has_max = 0;
-    st = edge(r, 0, min_ts, &has_min);
-    if (st == CP_OK) st = edge(r, 1, max_ts, &has_max);
+    int has_min = 0, has_max = 0, has_cold = 0;
+    int64_t lo = 0, hi = 0, clo = 0, chi = 0;
+    st = edge(r, 0, &lo, &has_min);
+    if (st == CP_OK) st = edge(r, 1, &hi, &has_max);
+    if (st == CP_OK && r->cold) st = cold_edges(r, &clo, &chi, &has_cold);
     txn_end(r);
-    if (st != CP_OK || !has_min || !has_max) *min_ts = *max_ts = 0;
+    if (st != CP_OK) return st;
+    if (!has_min || !has_max) has_min = has_max = 0;
+    if (has_cold) {
+        if (!has_min || clo < lo) lo = clo;
+        if (!has_max || chi > hi) hi = chi;
+        has_min = has_max = 1;
+    }
+    if (has_min) *min_ts = lo, *max_ts = hi;
+    return CP_OK;
+}
+
+/* ---- cold files ---------------------------------------------------------------------------------- */
+
+/* The files of the range having a value of one inverted-index table that contains
+ * needle (folded) -> set. */
+static int cold_term_table(sqlite_reader *r, const cp_cold_query *q, const char *table, const char *needle,
+                           cp_rd_strset *set)
+{
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT DISTINCT i.file_id FROM s3_files f JOIN \"%s\" i ON i.file_id = f.uuid"
+                      " WHERE f.file_type = 'calls' AND f.status = 'completed' AND f.start_time < ?2"
+                      " AND f.end_time > ?1%s AND instr(lower(i.value), ?4) > 0",
+                      table, q->ns ? " AND f.namespace = ?3" : "") != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt s;
+    int st = stmt_get(r, (const char *)r->sql.data, &s);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(s.st, 1, q->from_ms);
+    sqlite3_bind_int64(s.st, 2, q->to_ms);
+    if (q->ns) sqlite3_bind_text(s.st, 3, q->ns, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s.st, 4, needle, -1, SQLITE_STATIC);
+    int rc;
+    while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(s.st, 0);
+        if (id && cp_rd_strset_add(set, id, (size_t)sqlite3_column_bytes(s.st, 0)) != CP_OK) st = rd_oom(r);
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "inverted index");
+    stmt_put(r, &s, st == CP_OK);
+    return st;
+}
+
+/* The set of files that have a value matching term t: one query per inverted-index
+ * table whose param name equals t's (ASCII case-insensitively). */
+static int cold_term(sqlite_reader *r, const cp_cold_query *q, const cp_cold_param *t, cp_rd_strset *set)
+{
+    if (cp_rd_fold_into(&r->needle, t->value, t->value_len) != CP_OK) return rd_oom(r);
+    char *needle = strdup((const char *)r->needle.data);
+    if (!needle || cp_rd_fold_into(&r->needle, t->name, t->name_len) != CP_OK) {
+        free(needle);
+        return rd_oom(r);
+    }
+    /* lower() folds ASCII only, like the search */
+    rd_stmt s;
+    int st = stmt_get(r, "SELECT table_name FROM inverted_indexes WHERE lower(param_name) = ?1 ORDER BY 1", &s);
+    char(*tables)[CP_COLD_INV_NAME] = NULL;
+    size_t n = 0, cap = 0;
+    if (st == CP_OK) {
+        sqlite3_bind_text(s.st, 1, (const char *)r->needle.data, (int)r->needle.len, SQLITE_STATIC);
+        int rc;
+        while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(s.st, 0);
+            if (!cp_rd_inv_name_ok(name)) continue; /* not ours: never spliced into SQL */
+            if (n == cap) {
+                cap = cap ? cap * 2 : 4;
+                char(*v)[CP_COLD_INV_NAME] = realloc(tables, cap * sizeof *v);
+                if (!v) {
+                    st = rd_oom(r);
+                    break;
+                }
+                tables = v;
+            }
+            snprintf(tables[n++], CP_COLD_INV_NAME, "%s", name);
+        }
+        if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "inverted index tables");
+        stmt_put(r, &s, st == CP_OK);
+    }
+    for (size_t i = 0; st == CP_OK && i < n; i++) st = cold_term_table(r, q, tables[i], needle, set);
+    cp_rd_strset_seal(set);
+    free(tables);
+    free(needle);
+    return st;
+}
+
+static const char *col_opt(sqlite3_stmt *s, int i) { return (const char *)sqlite3_column_text(s, i); }
+
+enum {
+    F_UUID, F_KEY, F_URL, F_LOCAL, F_TYPE, F_DUMP, F_NS, F_RANGE, F_START, F_END, F_MIN, F_MAX, F_ROWS, F_SIZE,
+    F_STATUS, F_SERVICES, F_INDEXED, F_CLAIM
+};
+
+#define RD_FILE_COLUMNS                                                                                        \
+    "uuid, object_key, remote_storage_path, local_file_path, file_type, dump_type, namespace, duration_range," \
+    " start_time, end_time, min_time, max_time, rows_count, file_size, status, services, indexed_params, claim"
+
+static void row_to_file(sqlite3_stmt *s, cp_cold_file *f)
+{
+    memset(f, 0, sizeof *f);
+    f->uuid = col_opt(s, F_UUID);
+    f->key = col_opt(s, F_KEY);
+    f->url = col_opt(s, F_URL);
+    f->local_path = col_opt(s, F_LOCAL);
+    f->file_type = col_opt(s, F_TYPE);
+    f->dump_type = col_opt(s, F_DUMP);
+    f->ns = col_opt(s, F_NS);
+    f->duration_range = sqlite3_column_int(s, F_RANGE);
+    f->start_ms = sqlite3_column_int64(s, F_START);
+    f->end_ms = sqlite3_column_int64(s, F_END);
+    f->min_ts = sqlite3_column_int64(s, F_MIN);
+    f->max_ts = sqlite3_column_int64(s, F_MAX);
+    f->rows = sqlite3_column_int64(s, F_ROWS);
+    f->size = sqlite3_column_int64(s, F_SIZE);
+    f->status = col_opt(s, F_STATUS);
+    f->services = col_opt(s, F_SERVICES);
+    f->indexed_params = col_opt(s, F_INDEXED);
+    f->claim = col_opt(s, F_CLAIM);
+}
+
+/* The completed calls files of the range, filtered and handed over one by one. */
+static int cold_list(sqlite_reader *r, const cp_cold_query *q, const cp_rd_strset *sets, cp_cold_file_fn fn,
+                     void *ud, size_t *skipped)
+{
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT " RD_FILE_COLUMNS " FROM s3_files WHERE file_type = 'calls' AND status = 'completed'"
+                      " AND start_time < ?2 AND end_time > ?1%s"
+                      " ORDER BY start_time, namespace, duration_range, uuid",
+                      q->ns ? " AND namespace = ?3" : "") != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt s;
+    int st = stmt_get(r, (const char *)r->sql.data, &s);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(s.st, 1, q->from_ms);
+    sqlite3_bind_int64(s.st, 2, q->to_ms);
+    if (q->ns) sqlite3_bind_text(s.st, 3, q->ns, -1, SQLITE_STATIC);
+    int rc;
+    size_t listed = 0;
+    while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
+        if (++listed > CP_RD_MAX_COLD_FILES) {
+            snprintf(r->err, sizeof r->err, "more than %d cold files in the range", CP_RD_MAX_COLD_FILES);
+            st = CP_ELIMIT;
+            break;
+        }
+        cp_cold_file f;
+        row_to_file(s.st, &f);
+        if (!f.uuid || !cp_rd_cold_range_overlaps(f.duration_range, q->min_duration_ms, q->max_duration_ms))
+            continue;
+        if (cp_rd_cold_pruned(q, sets, &f)) {
+            if (skipped) (*skipped)++;
+            continue;
+        }
+        st = fn(ud, &f);
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "cold files");
+    stmt_put(r, &s, st == CP_OK || st == CP_ELIMIT);
+    return st;
+}
+
+static int rd_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_fn fn, void *ud, size_t *skipped)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    if (skipped) *skipped = 0;
+    if (!r->cold || q->from_ms >= q->to_ms || q->min_duration_ms > q->max_duration_ms) return CP_OK;
+    cp_rd_strset *sets = q->nparams ? calloc(q->nparams, sizeof *sets) : NULL;
+    if (q->nparams && !sets) return rd_oom(r);
+    int st = txn_begin(r);
+    if (st == CP_OK) {
+        for (size_t i = 0; st == CP_OK && i < q->nparams; i++) st = cold_term(r, q, &q->params[i], &sets[i]);
+        if (st == CP_OK) st = cold_list(r, q, sets, fn, ud, skipped);
+        txn_end(r);
+    }
+    for (size_t i = 0; i < q->nparams; i++) cp_rd_strset_free(&sets[i]);
+    free(sets);
     return st;
 }
 
@@ -950,6 +1169,7 @@ static const cp_reader_ops sqlite_reader_ops = {
     .get = rd_get,
     .pods = rd_pods,
     .words = rd_words,
+    .cold_files = rd_cold_files,
     .bounds = rd_bounds,
     .errmsg = rd_errmsg,
     .close = rd_close,
@@ -970,6 +1190,7 @@ static int check_schema(sqlite_reader *r)
         snprintf(r->err, sizeof r->err, "catalog schema version %d has no hot tier (needs 2)", v);
         return CP_EINVAL;
     }
+    r->cold = v >= 3;
     return CP_OK;
 }
 

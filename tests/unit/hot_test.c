@@ -1,14 +1,22 @@
-/* hot_test.c -- the hot tier on SQLite: the writer (call_put, set_windows,
- * windows_prepare, migration 2) and the reader (search, get, pods, bounds).
+/* hot_test.c -- the hot tier: the writer (call_put, set_windows, windows_prepare,
+ * migrations) and the reader (search, get, pods, words, bounds), on both catalogs
+ * (CP_TEST_BOTH_PAIRS: SQLite, and PostgreSQL with CP_TEST_PAIR=pg-s3; the tests that
+ * look at SQLite's own files skip on PostgreSQL).
  *
  * A data set of calls spread over windows of 2023 (created on the spot by call_put) and
- * 2026 (prepared ahead) is written once; every search is checked against the same
- * filter and sort done here in plain C over the inserted calls. */
+ * 2026 (prepared ahead) is written once; a third of one 2026 window is then moved into
+ * a late batch table (calls_<suffix>_1, as the writer makes for calls that arrive once
+ * a compactor claimed the window, which is left persisting). Every search is checked
+ * against the same filter and sort done here in plain C over the inserted calls. */
 #include "testutil.h"
 
+#include "pair_util.h"
 #include "store/cp_catalog.h"
 #include "store/cp_hot.h"
+#include "store/hot_internal.h"
+#include "store/pg_internal.h"
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,21 +114,76 @@ static void make_call(tcall *t, size_t i, uint64_t *rng)
 static void open_catalog(fixture *fx)
 {
     char err[256];
-    int st = cp_catalog_open_sqlite(fx->db, &fx->cat, err, sizeof err);
+    int st = cp_catalog_open(fx->db, &fx->cat, err, sizeof err);
     if (st != CP_OK) fail_msg("open catalog: %s", err);
 }
 
 static void open_reader(fixture *fx)
 {
     char err[256];
-    int st = cp_reader_open_sqlite(fx->db, &fx->rd, err, sizeof err);
+    int st = cp_reader_open(fx->db, &fx->rd, err, sizeof err);
     if (st != CP_OK) fail_msg("open reader: %s", err);
 }
 
 static void fixture_dir(fixture *fx, const char *tag)
 {
     fx->dir = make_temp_dir(tag);
-    snprintf(fx->db, sizeof fx->db, "%s/catalog.db", fx->dir);
+    char *spec = test_catalog_spec(fx->dir); /* a SQLite path, or a new PostgreSQL database */
+    snprintf(fx->db, sizeof fx->db, "%s", spec);
+    free(spec);
+}
+
+/* Runs SQL on the fixture's catalog with a connection of its own. */
+static void raw_sql(const fixture *fx, const char *sql)
+{
+    if (!test_pair_pg()) {
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open_v2(fx->db, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        char *msg = NULL;
+        if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) fail_msg("%s: %s", sql, msg);
+        sqlite3_close(db);
+        return;
+    }
+    PGconn *c = PQconnectdb(fx->db);
+    if (PQstatus(c) != CONNECTION_OK) fail_msg("connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("%s: %s", sql, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
+}
+
+/* Moves the calls of window `suffix` with id % 3 = 0 (and their traces) into its late
+ * batch 1, made with the writer's DDL; the window becomes persisting, the batch ready. */
+static void make_late_batch(const fixture *fx, const char *suffix)
+{
+    char batch[CP_HOT_SUFFIX_LEN];
+    snprintf(batch, sizeof batch, "%s_1", suffix);
+    cp_buf b;
+    cp_buf_init(&b);
+    assert_int_equal(test_pair_pg() ? cp_pg_window_ddl(&b, batch) : cp_hot_window_ddl(&b, batch), CP_OK);
+    assert_int_equal(
+        cp_buf_printf(&b,
+                      ";INSERT INTO calls_%s SELECT * FROM calls_%s WHERE id %% 3 = 0;"
+                      "INSERT INTO traces_%s SELECT * FROM traces_%s WHERE id %% 3 = 0;"
+                      "DELETE FROM calls_%s WHERE id %% 3 = 0;"
+                      "DELETE FROM traces_%s WHERE id %% 3 = 0;"
+                      "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name,"
+                      " created_time, rows_count, table_size, total_table_size, batch)"
+                      " SELECT 'late-' || table_name, start_time, end_time, 'ready', table_type, table_name || '_1',"
+                      " created_time, 0, 0, 0, 1 FROM inventory WHERE table_name IN ('calls_%s', 'traces_%s');"
+                      "UPDATE inventory SET rows_count = (SELECT count(*) FROM calls_%s) WHERE table_name = 'calls_%s';"
+                      "UPDATE inventory SET rows_count = (SELECT count(*) FROM traces_%s) WHERE table_name = 'traces_%s';"
+                      "UPDATE inventory SET rows_count = (SELECT count(*) FROM calls_%s) WHERE table_name = 'calls_%s';"
+                      "UPDATE inventory SET rows_count = (SELECT count(*) FROM traces_%s) WHERE table_name = 'traces_%s';"
+                      "UPDATE inventory SET status = 'persisting' WHERE table_name IN ('calls_%s', 'traces_%s')",
+                      batch, suffix, batch, suffix, suffix, suffix, suffix, suffix, batch, batch, batch, batch,
+                      suffix, suffix, suffix, suffix, suffix, suffix),
+        CP_OK);
+    assert_int_equal(cp_buf_putc(&b, 0), CP_OK);
+    raw_sql(fx, (const char *)b.data);
+    cp_buf_free(&b);
 }
 
 static void put_ok(cp_catalog *cat, const cp_call *c)
@@ -148,6 +211,7 @@ static int group_setup(void **state)
         if (i % 500 == 499) assert_int_equal(cp_catalog_commit(fx->cat), CP_OK);
     }
     assert_int_equal(cp_catalog_commit(fx->cat), CP_OK);
+    make_late_batch(fx, "20260101_1210");
     open_reader(fx);
     *state = fx;
     return 0;
@@ -489,7 +553,12 @@ static void test_search_filters(void **state)
     assert_true(check_page(fx, &f) > 0);
     f.method_substr = "%"; /* not a LIKE pattern */
     assert_int_equal(check_page(fx, &f), 0);
+    f.method_substr = "\xc3"; /* not UTF-8 by itself: bytes of "\xc3\x9c" still match */
+    assert_true(check_page(fx, &f) > 0);
     f.method_substr = NULL;
+    f.ns = "ns-a\xff"; /* a name that is not UTF-8 matches nothing */
+    assert_int_equal(check_page(fx, &f), 0);
+    f.ns = NULL;
 
     matcher m = {"user-7\"", 0};
     f.match = match_params;
@@ -637,7 +706,7 @@ static void test_lazy_windows(void **state)
     f.sort = CP_SORT_DURATION;
     g = (got){0};
     search_ok(fx, &f, &g, &st);
-    assert_int_equal(st.windows, 10); /* 4 + 6 windows with rows */
+    assert_int_equal(st.windows, 11); /* 4 + 6 windows with rows, and a late batch */
     free(g.idx);
 }
 
@@ -814,9 +883,29 @@ static int64_t q_int(sqlite3 *db, const char *sql)
     return v;
 }
 
+/* One integer from the fixture's catalog, either kind. */
+static int64_t raw_int(const fixture *fx, const char *sql)
+{
+    if (!test_pair_pg()) {
+        sqlite3 *db = raw_open(fx->db);
+        int64_t v = q_int(db, sql);
+        sqlite3_close(db);
+        return v;
+    }
+    PGconn *c = PQconnectdb(fx->db);
+    if (PQstatus(c) != CONNECTION_OK) fail_msg("connect: %s", PQerrorMessage(c));
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) fail_msg("%s: %s", sql, PQerrorMessage(c));
+    int64_t v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    PQfinish(c);
+    return v;
+}
+
 static void test_tables_and_inventory(void **state)
 {
     fixture *fx = *state;
+    if (test_pair_pg()) skip(); /* SQLite's files */
     sqlite3 *db = raw_open(fx->db);
     /* 2023 windows made on the spot, named by their UTC start */
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_name LIKE 'calls_20230301_%'"), 4);
@@ -824,7 +913,7 @@ static void test_tables_and_inventory(void **state)
                      T2023 + 5 * MIN_MS);
     assert_int_equal(q_int(db, "SELECT end_time FROM inventory WHERE table_name = 'traces_20230301_1005'"),
                      T2023 + 10 * MIN_MS);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status <> 'ready'"), 0);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status <> 'ready'"), 2); /* make_late_batch */
     /* rows_count = rows of each table, calls and traces */
     sqlite3_stmt *s;
     assert_int_equal(sqlite3_prepare_v2(db, "SELECT table_name, rows_count FROM inventory", -1, &s, NULL), SQLITE_OK);
@@ -853,6 +942,7 @@ static void test_tables_and_inventory(void **state)
 static void test_windows_prepare(void **state)
 {
     (void)state;
+    if (test_pair_pg()) skip(); /* SQLite's files */
     fixture fx = {0};
     fixture_dir(&fx, "hotprep");
     open_catalog(&fx);
@@ -927,12 +1017,10 @@ static void test_window_length_change(void **state)
     for (size_t i = 20; i < 40; i++) put_ok(fx.cat, &fx.calls[i].c); /* into 12:00, now 10 minutes */
     assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
     open_reader(&fx);
-    sqlite3 *db = raw_open(fx.db);
-    assert_int_equal(q_int(db, "SELECT end_time FROM inventory WHERE table_name = 'calls_20260101_1200'"),
+    assert_int_equal(raw_int(&fx, "SELECT end_time FROM inventory WHERE table_name = 'calls_20260101_1200'"),
                      T2026 + 10 * MIN_MS);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200"), 21);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1205"), 19);
-    sqlite3_close(db);
+    assert_int_equal(raw_int(&fx, "SELECT count(*) FROM calls_20260101_1200"), 21);
+    assert_int_equal(raw_int(&fx, "SELECT count(*) FROM calls_20260101_1205"), 19);
     static const cp_sort_col cols[] = {CP_SORT_TS, CP_SORT_DURATION, CP_SORT_POD};
     for (size_t i = 0; i < CP_ARRAY_LEN(cols); i++) {
         for (int desc = 0; desc < 2; desc++) {
@@ -960,6 +1048,7 @@ static void test_window_length_change(void **state)
 static void test_migration_from_v1(void **state)
 {
     (void)state;
+    if (test_pair_pg()) skip(); /* SQLite's migrations */
     fixture fx = {0};
     fixture_dir(&fx, "hotmig");
     sqlite3 *db;
@@ -985,9 +1074,9 @@ static void test_migration_from_v1(void **state)
     assert_non_null(strstr(err, "version 1"));
 
     open_catalog(&fx);
-    assert_int_equal(cp_catalog_sqlite_schema_version(), 2);
+    assert_true(cp_catalog_sqlite_schema_version() >= 2);
     db = raw_open(fx.db);
-    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 2);
+    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), cp_catalog_sqlite_schema_version());
     assert_int_equal(q_int(db, "SELECT count(*) FROM pods"), 1);
     sqlite3_close(db);
     uint64_t rng = 9;
@@ -1091,6 +1180,7 @@ static int64_t size_of(const char *path)
 static void test_maintain_checkpoints(void **state)
 {
     (void)state;
+    if (test_pair_pg()) skip(); /* SQLite's WAL */
     fixture fx = {0};
     fixture_dir(&fx, "hotckpt");
     open_catalog(&fx);
@@ -1130,6 +1220,7 @@ static void test_maintain_checkpoints(void **state)
 
 int main(void)
 {
+    test_pair_require();
     const struct CMUnitTest shared[] = {
         cmocka_unit_test(test_search_filters),  cmocka_unit_test(test_sort_columns),
         cmocka_unit_test(test_keyset_all_rows), cmocka_unit_test(test_limit_more),

@@ -1,0 +1,187 @@
+/* compact.c -- `cloudprof compact`: closed hot windows -> Parquet in the cold store, on
+ * demand (serve does the same on a timer). */
+#include "cli/cli_internal.h"
+#include "cli/cp_cli.h"
+#include "store/cp_catalog.h"
+#include "store/cp_cold.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+    "usage: cloudprof compact [options]\n"
+    "\n"
+    "Compacts the hot tier's closed windows into Parquet files in the cold store: every\n"
+    "window that ends at or before --until, one hour at a time, per namespace and duration\n"
+    "range (storage.md). Safe to run while `serve` runs and to run again after a crash:\n"
+    "a claim left unfinished by a dead compactor is redone to the same objects and rows.\n"
+    "Each option can also be given by the environment variable shown; a flag wins.\n"
+    "\n"
+    "  --data DIR               data directory (CLOUDPROF_DATA, default ./data)\n"
+    "%s"
+    "  --until EPOCH_MS         compact windows ending at or before this time; windows still\n"
+    "                           open then are closed early (default: now)\n"
+    "  --take-over              redo claims of other compactors at once instead of after\n"
+    "                           their 30-minute lease (only when no other compactor runs)\n"
+    "  --retention SPAN         afterwards, delete cold files older than SPAN (e.g. 14d)\n"
+    "  --node NAME              this compactor's name in the catalog (default host-pid)\n"
+    "  --quiet                  no progress lines\n"
+    "  --help                   this text\n";
+
+static void usage(FILE *f) { fprintf(f, usage_text, cp_cli_storage_help); }
+
+static void progress(void *ud, const char *line)
+{
+    (void)ud;
+    fprintf(stderr, "%s\n", line);
+}
+
+/* Test hook (tests/integration/cold_test.c): CLOUDPROF_TEST_CRASH_AT=<step> makes the
+ * process die at that step of the first claim, as a kill would. */
+static int crash_at(void *ud, const char *step, const cp_compact_job *job)
+{
+    (void)job;
+    return !strcmp((const char *)ud, step);
+}
+
+typedef struct compact_opts {
+    cp_cli_storage s;
+    int64_t until_ms;
+    int take_over, quiet;
+    int64_t retention_ms;
+    const char *node;
+} compact_opts;
+
+static int parse(compact_opts *o, int argc, char **argv, char *why, size_t whylen)
+{
+    o->s.data_dir = getenv("CLOUDPROF_DATA") ? getenv("CLOUDPROF_DATA") : "./data";
+    o->s.catalog = getenv("CLOUDPROF_CATALOG");
+    o->s.store = getenv("CLOUDPROF_STORE");
+    o->s.s3_endpoint = getenv("CLOUDPROF_S3_ENDPOINT");
+    o->s.s3_region = getenv("CLOUDPROF_S3_REGION");
+    o->until_ms = cp_now_ms();
+    o->retention_ms = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--take-over")) {
+            o->take_over = 1;
+            continue;
+        }
+        if (!strcmp(a, "--quiet")) {
+            o->quiet = 1;
+            continue;
+        }
+        static const char *const valued[] = {"--data", "--catalog", "--store", "--s3-endpoint", "--s3-region",
+                                              "--until", "--retention", "--node"};
+        size_t k = 0;
+        while (k < CP_ARRAY_LEN(valued) && strcmp(a, valued[k])) k++;
+        if (k == CP_ARRAY_LEN(valued)) {
+            snprintf(why, whylen, "unknown option '%s'", a);
+            return CP_EINVAL;
+        }
+        if (i + 1 >= argc) {
+            snprintf(why, whylen, "%s needs a value", a);
+            return CP_EINVAL;
+        }
+        const char *v = argv[++i];
+        uint64_t n;
+        switch (k) {
+        case 0: o->s.data_dir = v; break;
+        case 1: o->s.catalog = v; break;
+        case 2: o->s.store = v; break;
+        case 3: o->s.s3_endpoint = v; break;
+        case 4: o->s.s3_region = v; break;
+        case 5:
+            if (cp_parse_u64(v, INT64_MAX, &n) != CP_OK) {
+                snprintf(why, whylen, "--until: '%s' is not a time in epoch milliseconds", v);
+                return CP_EINVAL;
+            }
+            o->until_ms = (int64_t)n;
+            break;
+        case 6:
+            if (cp_cli_parse_span(v, &o->retention_ms) != CP_OK || o->retention_ms == 0) {
+                snprintf(why, whylen, "--retention: '%s' is not a span like 14d, 36h or 90m", v);
+                return CP_EINVAL;
+            }
+            break;
+        case 7: o->node = v; break;
+        }
+    }
+    return cp_cli_storage_resolve(&o->s, why, whylen);
+}
+
+int cp_cli_compact(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+    compact_opts o;
+    memset(&o, 0, sizeof o);
+    char why[512] = "";
+    if (parse(&o, argc, argv, why, sizeof why) != CP_OK) {
+        fprintf(stderr, "cloudprof compact: %s\n\n", why);
+        usage(stderr);
+        return 2;
+    }
+    char node[128], tmp[4200], err[1024];
+    if (!o.node) {
+        char host[64] = "host";
+        gethostname(host, sizeof host - 1);
+        snprintf(node, sizeof node, "%s-%d-compact", host, (int)getpid());
+        o.node = node;
+    }
+    snprintf(tmp, sizeof tmp, "%s/tmp", o.s.data_dir);
+    cp_catalog *cat = NULL;
+    cp_ostore *store = NULL;
+    int rc = 1;
+    if (cp_catalog_open(o.s.catalog, &cat, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof compact: %s\n", err);
+        goto out;
+    }
+    if (cp_cli_storage_open_store(&o.s, &store, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof compact: store %s: %s\n", o.s.store, err);
+        goto out;
+    }
+    if (cp_mkdirs(tmp, 0755) != CP_OK) {
+        fprintf(stderr, "cloudprof compact: cannot create %s\n", tmp);
+        goto out;
+    }
+    cp_compactor_config cfg = {.cat = cat,
+                               .store = store,
+                               .tmp_dir = tmp,
+                               .node = o.node,
+                               .lease_ms = o.take_over ? 0 : CP_COMPACT_LEASE_MS,
+                               .progress = o.quiet ? NULL : progress};
+    const char *crash = getenv("CLOUDPROF_TEST_CRASH_AT");
+    if (crash && *crash) {
+        cfg.crash = crash_at;
+        cfg.crash_ud = (void *)crash;
+    }
+    cp_compact_stats st;
+    if (cp_compact_run(&cfg, o.until_ms, cp_now_ms(), 0, &st, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof compact: %s\n", err);
+        goto out;
+    }
+    printf("compacted %llu claims (%llu taken over): %llu windows, %llu calls -> %llu files, %llu bytes,"
+           " %llu index rows\n",
+           (unsigned long long)st.claims, (unsigned long long)st.taken_over, (unsigned long long)st.windows,
+           (unsigned long long)st.calls, (unsigned long long)st.files, (unsigned long long)st.bytes,
+           (unsigned long long)st.index_rows);
+    if (o.retention_ms > 0) {
+        cp_retention_stats rs;
+        if (cp_retention_run(cat, store, cp_now_ms() - o.retention_ms, &rs, err, sizeof err) != CP_OK) {
+            fprintf(stderr, "cloudprof compact: %s\n", err);
+            goto out;
+        }
+        printf("retention: %lld files marked, %lld deleted\n", (long long)rs.marked, (long long)rs.deleted);
+    }
+    rc = 0;
+out:
+    cp_catalog_close(cat);
+    cp_ostore_close(store);
+    return rc;
+}
