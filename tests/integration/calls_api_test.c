@@ -475,7 +475,7 @@ static void test_calls_and_trees_match_fixture(void **state)
     char path[512];
     snprintf(path, sizeof path, "/api/v1/calls?from=1690200000000&to=1690210000000&limit=1000&sort=-duration_ms");
     json_t *page = NULL;
-    for (int tries = 0; tries < 50; tries++) { /* the connection's end stores the last calls */
+    for (int tries = 0; tries < 300; tries++) { /* the connection's end stores the last calls */
         page = get_json(&s, path, 200);
         if (json_array_size(json_object_get(page, "calls")) == g_ncalls) break;
         json_decref(page);

@@ -122,9 +122,17 @@ static void spawn(test_server *s, const char *const *extra)
                           "--http-host", "127.0.0.1", "--http-port", "0",
                           "--data", s->data, "--ready-file", s->ready};
     for (size_t i = 0; i < CP_ARRAY_LEN(base); i++) argv[n++] = base[i];
+    int compact_flag = 0;
     for (size_t i = 0; extra && extra[i]; i++) {
-        if (n >= CP_ARRAY_LEN(argv) - 1) fail_msg("too many server arguments");
+        if (n >= CP_ARRAY_LEN(argv) - 3) fail_msg("too many server arguments");
+        if (!strcmp(extra[i], "--compact-every")) compact_flag = 1;
         argv[n++] = extra[i];
+    }
+    /* the old data of the fixtures would otherwise be compacted while a test inspects the
+     * hot tier: tests that want compaction say --compact-every */
+    if (!compact_flag) {
+        argv[n++] = "--compact-every";
+        argv[n++] = "0";
     }
     argv[n] = NULL;
 

@@ -30,7 +30,7 @@ typedef struct test_server {
 
 /* Starts `cloudprof serve --agent-host 127.0.0.1 --agent-port 0 --http-host 127.0.0.1
  * --http-port 0 --data ROOT/data --ready-file ROOT/ready [extra...]` on a fresh temporary ROOT and waits (<= 10 s) for
- * the ready file. extra is a NULL-terminated argument list, or NULL. */
+ * the ready file. Compaction is off (--compact-every 0) unless extra says --compact-every. extra is a NULL-terminated argument list, or NULL. */
 void server_start(test_server *s, const char *tag, const char *const *extra);
 /* Starts the server again on the same data directory (after server_stop/server_kill). */
 void server_restart(test_server *s, const char *const *extra);
