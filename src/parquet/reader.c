@@ -67,6 +67,7 @@ struct cp_pq_reader {
 
 static void *arena_alloc(cp_pq_reader *r, size_t n)
 {
+    if (n > SIZE_MAX / 2) return NULL;
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
     ablock *b = r->arena;
