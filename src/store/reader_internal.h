@@ -1,5 +1,6 @@
 /* reader_internal.h -- private to src/store: what the SQLite and PostgreSQL readers
- * (reader_sqlite.c, reader_pg.c) share. Implemented in reader_open.c.
+ * (reader_sqlite.c, reader_pg.c) share. Implemented in reader_open.c, except the search
+ * order and the merge heap (cp_rowkey, cp_idxheap), in rowkey.c.
  *
  * Mostly the cold-file listing's rules (cp_hot.h cp_reader_ops.cold_files), written once
  * so both catalogs answer alike:
@@ -56,5 +57,45 @@ void cp_rd_strset_free(cp_rd_strset *s);
 /* The index rule for one file: 1 when some term (q->params[i], with sets[i] the uuids of
  * the files that have a matching value) rules the file out. */
 int cp_rd_cold_pruned(const cp_cold_query *q, const cp_rd_strset *sets, const cp_cold_file *f);
+
+/* ---- the search order and the merge heap (rowkey.c) ------------------------------------------ */
+
+/* A row's position in a search's order: the sort column's value (num, or text[0..text_len)
+ * for a text column; text need not be NUL-terminated), then the tie-breaks. */
+typedef struct cp_rowkey {
+    int64_t num;
+    const char *text;
+    size_t text_len;
+    int64_t time, restart, pod_hash, tfi, bo, ri;
+} cp_rowkey;
+
+/* <0 if row a comes first, >0 if b does, 0 for the same position. The sort column first,
+ * in its direction (desc != 0: descending): text bytewise with a prefix before the longer
+ * text (text != 0), else num; then time, restart, pod_hash (signed), trace_file_index,
+ * buffer_offset, record_index, all descending. */
+int cp_rowkey_cmp(const cp_rowkey *a, const cp_rowkey *b, int text, int desc);
+
+/* A binary heap of indexes (the readers' cursors), the first in less's order on top.
+ * v is the caller's array (allocated and freed by it, room for every index pushed); n the
+ * count. less(ud, a, b): 1 if index a goes before index b. */
+typedef struct cp_idxheap {
+    size_t *v;
+    size_t n;
+    int (*less)(void *ud, size_t a, size_t b);
+    void *ud;
+} cp_idxheap;
+
+/* Adds index k (v must have room). */
+void cp_idxheap_push(cp_idxheap *h, size_t k);
+
+/* Restores the order below position i after the element there moved back (as the top
+ * does when its cursor steps to its next row). */
+void cp_idxheap_down(cp_idxheap *h, size_t i);
+
+/* Removes the top (n > 0). */
+void cp_idxheap_pop(cp_idxheap *h);
+
+/* The top index (n > 0). */
+static inline size_t cp_idxheap_top(const cp_idxheap *h) { return h->v[0]; }
 
 #endif

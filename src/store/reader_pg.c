@@ -466,11 +466,7 @@ typedef struct pg_cursor {
     int nrows, row;
     int fetch;                  /* rows of the next FETCH */
     int has_row;
-    /* the current row's key */
-    int64_t num;
-    const char *text;
-    size_t text_len;
-    int64_t time, restart, pod_hash, tfi, bo, ri;
+    cp_rowkey key;              /* the current row's position in the order */
 } pg_cursor;
 
 typedef struct pg_search {
@@ -488,8 +484,7 @@ typedef struct pg_search {
     int over;                   /* max_scan reached: nothing more is read */
     pg_cursor *cur;
     size_t ncur, opened;        /* windows listed; windows opened (in list order) */
-    size_t *heap;
-    size_t nheap;
+    cp_idxheap heap;            /* cursor indexes, best row first */
     uint64_t fetched;           /* rows taken from the cursors (after filtering) */
     int fetch_max;
     cp_search_stats *stats;
@@ -497,62 +492,11 @@ typedef struct pg_search {
     void *ud;
 } pg_search;
 
-static int cmp64(int64_t a, int64_t b) { return (a > b) - (a < b); }
-
-/* <0 if cursor a's row comes first in the search's order. */
-static int cur_cmp(const pg_search *s, const pg_cursor *a, const pg_cursor *b)
+/* The heap's order: 1 if cursor a's row comes before cursor b's. */
+static int cur_less(void *ud, size_t a, size_t b)
 {
-    int c;
-    if (s->text) {
-        size_t n = a->text_len < b->text_len ? a->text_len : b->text_len;
-        c = n ? memcmp(a->text, b->text, n) : 0;
-        c = c ? (c > 0) - (c < 0) : cmp64((int64_t)a->text_len, (int64_t)b->text_len);
-    } else {
-        c = cmp64(a->num, b->num);
-    }
-    if (s->f->desc) c = -c;
-    if (c) return c;
-    /* the tie-breaks, all descending */
-    if ((c = cmp64(b->time, a->time))) return c;
-    if ((c = cmp64(b->restart, a->restart))) return c;
-    if ((c = cmp64(b->pod_hash, a->pod_hash))) return c;
-    if ((c = cmp64(b->tfi, a->tfi))) return c;
-    if ((c = cmp64(b->bo, a->bo))) return c;
-    return cmp64(b->ri, a->ri);
-}
-
-static int heap_less(const pg_search *s, size_t i, size_t j)
-{
-    return cur_cmp(s, &s->cur[s->heap[i]], &s->cur[s->heap[j]]) < 0;
-}
-
-static void heap_swap(pg_search *s, size_t i, size_t j)
-{
-    size_t t = s->heap[i];
-    s->heap[i] = s->heap[j];
-    s->heap[j] = t;
-}
-
-static void heap_down(pg_search *s, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, best = i;
-        if (l < s->nheap && heap_less(s, l, best)) best = l;
-        if (l + 1 < s->nheap && heap_less(s, l + 1, best)) best = l + 1;
-        if (best == i) return;
-        heap_swap(s, i, best);
-        i = best;
-    }
-}
-
-static void heap_push(pg_search *s, size_t k)
-{
-    size_t i = s->nheap++;
-    s->heap[i] = k;
-    while (i > 0 && heap_less(s, i, (i - 1) / 2)) {
-        heap_swap(s, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
+    const pg_search *s = ud;
+    return cp_rowkey_cmp(&s->cur[a].key, &s->cur[b].key, s->text, s->f->desc) < 0;
 }
 
 /* Case-insensitive (ASCII) substring test; n is already folded. */
@@ -636,14 +580,14 @@ static int cur_step(pg_search *s, pg_cursor *c)
     s->fetched++;
     const PGresult *res = c->res;
     int row = c->row, col = sort_cols[s->f->sort].col;
-    if (s->text) c->text = val_text(res, row, col, &c->text_len);
-    else c->num = val_i64(res, row, col);
-    c->time = val_i64(res, row, C_TIME);
-    c->restart = val_i64(res, row, C_RESTART);
-    c->pod_hash = val_i64(res, row, C_POD_HASH);
-    c->tfi = val_i64(res, row, C_TFI);
-    c->bo = val_i64(res, row, C_BO);
-    c->ri = val_i64(res, row, C_RI);
+    if (s->text) c->key.text = val_text(res, row, col, &c->key.text_len);
+    else c->key.num = val_i64(res, row, col);
+    c->key.time = val_i64(res, row, C_TIME);
+    c->key.restart = val_i64(res, row, C_RESTART);
+    c->key.pod_hash = val_i64(res, row, C_POD_HASH);
+    c->key.tfi = val_i64(res, row, C_TFI);
+    c->key.bo = val_i64(res, row, C_BO);
+    c->key.ri = val_i64(res, row, C_RI);
     c->has_row = 1;
     return CP_OK;
 }
@@ -769,7 +713,7 @@ static int cur_open(pg_search *s)
         c->fetch = (int)first;
     }
     int st = cur_step(s, c);
-    if (st == CP_OK && c->has_row) heap_push(s, idx);
+    if (st == CP_OK && c->has_row) cp_idxheap_push(&s->heap, idx);
     return st;
 }
 
@@ -779,8 +723,8 @@ static int cur_open_due(pg_search *s)
 {
     while (s->opened < s->ncur) {
         const pg_cursor *next = &s->cur[s->opened];
-        if (s->nheap) {
-            int64_t t = s->cur[s->heap[0]].time;
+        if (s->heap.n) {
+            int64_t t = s->cur[cp_idxheap_top(&s->heap)].key.time;
             if (s->f->desc ? t >= next->end : t < next->start) return CP_OK;
         }
         int st = cur_open(s);
@@ -815,8 +759,8 @@ static int list_windows(pg_search *s)
     if (!res) return CP_EIO;
     int n = PQntuples(res);
     s->cur = calloc((size_t)n + 1, sizeof *s->cur);
-    s->heap = calloc((size_t)n + 1, sizeof *s->heap);
-    if (!s->cur || !s->heap) st = pg_oom(r);
+    s->heap.v = calloc((size_t)n + 1, sizeof *s->heap.v);
+    if (!s->cur || !s->heap.v) st = pg_oom(r);
     for (int i = 0; st == CP_OK && i < n; i++) {
         const char *name = PQgetvalue(res, i, 0);
         if (!cp_hot_calls_name_ok(name)) continue; /* not ours: never spliced into SQL */
@@ -853,12 +797,12 @@ static int search_merge(pg_search *s)
     size_t emitted = 0;
     while (st == CP_OK) {
         if (lazy && (st = cur_open_due(s)) != CP_OK) break;
-        if (!s->nheap) break;
+        if (!s->heap.n) break;
         if (emitted == s->f->limit) {
             s->stats->more = 1;
             break;
         }
-        pg_cursor *c = &s->cur[s->heap[0]];
+        pg_cursor *c = &s->cur[cp_idxheap_top(&s->heap)];
         cp_call call;
         row_to_call(c->res, c->row, &call);
         s->r->emitted = 1;
@@ -867,12 +811,8 @@ static int search_merge(pg_search *s)
         emitted++;
         st = cur_step(s, c);
         if (st != CP_OK) break;
-        if (c->has_row) {
-            heap_down(s, 0);
-        } else {
-            s->heap[0] = s->heap[--s->nheap];
-            heap_down(s, 0);
-        }
+        if (c->has_row) cp_idxheap_down(&s->heap, 0);
+        else cp_idxheap_pop(&s->heap);
     }
     return st;
 }
@@ -881,10 +821,10 @@ static void search_free(pg_search *s)
 {
     for (size_t i = 0; i < s->ncur; i++) PQclear(s->cur[i].res);
     free(s->cur);
-    free(s->heap);
+    free(s->heap.v);
     s->cur = NULL;
-    s->heap = NULL;
-    s->ncur = s->opened = s->nheap = 0;
+    s->heap.v = NULL;
+    s->ncur = s->opened = s->heap.n = 0;
 }
 
 /* One attempt: list and lock the windows, merge. */
@@ -963,6 +903,8 @@ static int pg_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn 
     s.stats = stats;
     s.fn = fn;
     s.ud = ud;
+    s.heap.less = cur_less;
+    s.heap.ud = &s;
     int empty = 0;
     int st = search_setup(&s, f, &empty);
     if (st == CP_OK && !empty) st = run_op(r, search_op, &s);

@@ -291,11 +291,7 @@ typedef struct rd_cursor {
     int64_t start, end, rows;   /* from inventory */
     rd_stmt q;                  /* the window's query once opened */
     int has_row;
-    /* the current row's key */
-    int64_t num;
-    const char *text;
-    size_t text_len;
-    int64_t time, restart, pod_hash, tfi, bo, ri;
+    cp_rowkey key;              /* the current row's position in the order */
 } rd_cursor;
 
 typedef struct rd_search {
@@ -307,67 +303,15 @@ typedef struct rd_search {
     rd_match m;
     rd_cursor *cur;
     size_t ncur, opened;        /* windows listed; windows opened (in list order) */
-    size_t *heap;               /* cursor indexes, best row first */
-    size_t nheap;
+    cp_idxheap heap;            /* cursor indexes, best row first */
     uint64_t fetched;           /* rows read from the cursors */
 } rd_search;
 
-static int cmp64(int64_t a, int64_t b) { return (a > b) - (a < b); }
-
-/* <0 if cursor a's row comes first in the search's order. */
-static int cur_cmp(const rd_search *s, const rd_cursor *a, const rd_cursor *b)
+/* The heap's order: 1 if cursor a's row comes before cursor b's. */
+static int cur_less(void *ud, size_t a, size_t b)
 {
-    int c;
-    if (s->text) {
-        size_t n = a->text_len < b->text_len ? a->text_len : b->text_len;
-        c = n ? memcmp(a->text, b->text, n) : 0;
-        c = c ? (c > 0) - (c < 0) : cmp64((int64_t)a->text_len, (int64_t)b->text_len);
-    } else {
-        c = cmp64(a->num, b->num);
-    }
-    if (s->f->desc) c = -c;
-    if (c) return c;
-    /* the tie-breaks, all descending */
-    if ((c = cmp64(b->time, a->time))) return c;
-    if ((c = cmp64(b->restart, a->restart))) return c;
-    if ((c = cmp64(b->pod_hash, a->pod_hash))) return c;
-    if ((c = cmp64(b->tfi, a->tfi))) return c;
-    if ((c = cmp64(b->bo, a->bo))) return c;
-    return cmp64(b->ri, a->ri);
-}
-
-static int heap_less(const rd_search *s, size_t i, size_t j)
-{
-    return cur_cmp(s, &s->cur[s->heap[i]], &s->cur[s->heap[j]]) < 0;
-}
-
-static void heap_swap(rd_search *s, size_t i, size_t j)
-{
-    size_t t = s->heap[i];
-    s->heap[i] = s->heap[j];
-    s->heap[j] = t;
-}
-
-static void heap_down(rd_search *s, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, best = i;
-        if (l < s->nheap && heap_less(s, l, best)) best = l;
-        if (l + 1 < s->nheap && heap_less(s, l + 1, best)) best = l + 1;
-        if (best == i) return;
-        heap_swap(s, i, best);
-        i = best;
-    }
-}
-
-static void heap_push(rd_search *s, size_t k)
-{
-    size_t i = s->nheap++;
-    s->heap[i] = k;
-    while (i > 0 && heap_less(s, i, (i - 1) / 2)) {
-        heap_swap(s, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
+    const rd_search *s = ud;
+    return cp_rowkey_cmp(&s->cur[a].key, &s->cur[b].key, s->text, s->f->desc) < 0;
 }
 
 /* Moves a cursor to its next row and reads the row's key. A query stopped by the scan
@@ -380,14 +324,14 @@ static int cur_step(rd_search *s, rd_cursor *c)
     if (rc == SQLITE_ROW) {
         s->fetched++;
         int col = sort_cols[s->f->sort].col;
-        if (s->text) c->text = col_text(q, col, &c->text_len);
-        else c->num = sqlite3_column_int64(q, col);
-        c->time = sqlite3_column_int64(q, C_TIME);
-        c->restart = sqlite3_column_int64(q, C_RESTART);
-        c->pod_hash = sqlite3_column_int64(q, C_POD_HASH);
-        c->tfi = sqlite3_column_int64(q, C_TFI);
-        c->bo = sqlite3_column_int64(q, C_BO);
-        c->ri = sqlite3_column_int64(q, C_RI);
+        if (s->text) c->key.text = col_text(q, col, &c->key.text_len);
+        else c->key.num = sqlite3_column_int64(q, col);
+        c->key.time = sqlite3_column_int64(q, C_TIME);
+        c->key.restart = sqlite3_column_int64(q, C_RESTART);
+        c->key.pod_hash = sqlite3_column_int64(q, C_POD_HASH);
+        c->key.tfi = sqlite3_column_int64(q, C_TFI);
+        c->key.bo = sqlite3_column_int64(q, C_BO);
+        c->key.ri = sqlite3_column_int64(q, C_RI);
         return CP_OK;
     }
     if (rc == SQLITE_DONE || s->m.over) return CP_OK;
@@ -513,7 +457,7 @@ static int cur_open(rd_search *s)
     if (st != CP_OK) return st;
     bind_window(s, c->q.st);
     st = cur_step(s, c);
-    if (st == CP_OK && c->has_row) heap_push(s, (size_t)(c - s->cur));
+    if (st == CP_OK && c->has_row) cp_idxheap_push(&s->heap, (size_t)(c - s->cur));
     return st;
 }
 
@@ -523,8 +467,8 @@ static int cur_open_due(rd_search *s)
 {
     while (s->opened < s->ncur) {
         const rd_cursor *next = &s->cur[s->opened];
-        if (s->nheap) {
-            int64_t t = s->cur[s->heap[0]].time;
+        if (s->heap.n) {
+            int64_t t = s->cur[cp_idxheap_top(&s->heap)].key.time;
             if (s->f->desc ? t >= next->end : t < next->start) return CP_OK;
         }
         int st = cur_open(s);
@@ -565,9 +509,9 @@ static int list_windows(rd_search *s)
         if (s->ncur == cap) {
             cap = cap ? cap * 2 : 16;
             rd_cursor *nc = realloc(s->cur, cap * sizeof *nc);
-            size_t *nh = realloc(s->heap, cap * sizeof *nh);
+            size_t *nh = realloc(s->heap.v, cap * sizeof *nh);
             if (nc) s->cur = nc;
-            if (nh) s->heap = nh;
+            if (nh) s->heap.v = nh;
             if (!nc || !nh) {
                 st = rd_oom(r);
                 break;
@@ -633,12 +577,12 @@ static int search_merge(rd_search *s, cp_call_fn fn, void *ud, cp_search_stats *
     size_t emitted = 0;
     while (st == CP_OK) {
         if (lazy && (st = cur_open_due(s)) != CP_OK) break;
-        if (!s->nheap) break;
+        if (!s->heap.n) break;
         if (emitted == s->f->limit) {
             stats->more = 1;
             break;
         }
-        rd_cursor *c = &s->cur[s->heap[0]];
+        rd_cursor *c = &s->cur[cp_idxheap_top(&s->heap)];
         cp_call call;
         row_to_call(c->q.st, &call);
         int u = fn(ud, &call);
@@ -646,12 +590,8 @@ static int search_merge(rd_search *s, cp_call_fn fn, void *ud, cp_search_stats *
         emitted++;
         st = cur_step(s, c);
         if (st != CP_OK) break;
-        if (c->has_row) {
-            heap_down(s, 0);
-        } else {
-            s->heap[0] = s->heap[--s->nheap];
-            heap_down(s, 0);
-        }
+        if (c->has_row) cp_idxheap_down(&s->heap, 0);
+        else cp_idxheap_pop(&s->heap);
     }
     return st;
 }
@@ -666,6 +606,8 @@ static int rd_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn 
     rd_search s;
     memset(&s, 0, sizeof s);
     s.r = r;
+    s.heap.less = cur_less;
+    s.heap.ud = &s;
     int empty = 0;
     int st = search_setup(&s, f, &empty);
     if (st != CP_OK || empty) return st;
@@ -679,7 +621,7 @@ static int rd_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn 
     stats->scanned = s.use_fn ? s.m.scanned : s.fetched;
     if (s.m.over) stats->partial = stats->more = 1;
     free(s.cur);
-    free(s.heap);
+    free(s.heap.v);
     return st;
 }
 

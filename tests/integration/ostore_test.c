@@ -191,6 +191,14 @@ static int setup_dir(void **state)
     return 0;
 }
 
+/* The endpoint of the S3 cases: CP_S3_ENDPOINT, or the one scripts/test.sh starts. */
+static const char *s3_endpoint(void)
+{
+    const char *e = getenv("CP_S3_ENDPOINT");
+    if (!e || !*e) e = getenv("CP_TEST_S3_ENDPOINT");
+    return e && *e ? e : NULL;
+}
+
 static int setup_s3(void **state)
 {
     fixture *f = &s3_fx;
@@ -200,7 +208,7 @@ static int setup_s3(void **state)
     snprintf(f->url, sizeof f->url, "s3://%s/ostore-test-%lld-%ld", env_or("CP_S3_BUCKET", "cloudprof-test"),
              (long long)cp_now_ms(), (long)getpid());
     f->cfg.url = f->url;
-    f->cfg.endpoint = getenv("CP_S3_ENDPOINT");
+    f->cfg.endpoint = s3_endpoint();
     f->cfg.region = env_or("CP_S3_REGION", "us-east-1");
     f->cfg.access_key = env_or("CP_S3_ACCESS_KEY", "test:tester");
     f->cfg.secret_key = env_or("CP_S3_SECRET_KEY", "testing");
@@ -1060,10 +1068,10 @@ int main(void)
     const struct CMUnitTest s3_cases[] = {STORE_CASES};
     int failed = cmocka_run_group_tests_name("ostore common", common, NULL, NULL);
     failed += cmocka_run_group_tests_name("ostore dir", dir_cases, setup_dir, teardown);
-    if (getenv("CP_S3_ENDPOINT") && getenv("CP_S3_ENDPOINT")[0]) {
+    if (s3_endpoint()) {
         failed += cmocka_run_group_tests_name("ostore s3", s3_cases, setup_s3, teardown);
     } else {
-        printf("ostore_test: S3 cases skipped: CP_S3_ENDPOINT is not set "
+        printf("ostore_test: S3 cases skipped: CP_S3_ENDPOINT (or scripts/test.sh's CP_TEST_S3_ENDPOINT) is not set "
                "(eval \"$(scripts/swift-test.sh start /tmp/swift-os 18080)\"; export CP_S3_ENDPOINT=$S3_ENDPOINT)\n");
     }
     return failed ? 1 : 0;
