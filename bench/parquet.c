@@ -7,15 +7,25 @@
  * Data (not timed): emulated agents (src/agent's generator, the bytes `cloudprof emulate`
  * sends) for --pods pods (5 namespaces, 2 services each, pods spread over them) run through
  * the stream decoders and call assembly (cp_asm), as `serve` does, so every call is what the
- * hot tier stores: Java-like method names from the agent's vocabulary, thread names, params
- * (web.url, request.id, ...), and its trace blob as assembled (trace bytes + resolved sql/xml
- * values + pauses). Pod depths vary (--depth is the deepest; pods use depth 3..D), so blobs
- * range from ~100 bytes to a few KB. One hour of timestamps. The calls are kept in memory and
- * sorted as compaction sorts them (namespace, duration range, pod, time, restart, trace
- * pointer: catalog_sqlite_cold.c), and their params parsed into map entries once
- * (cp_cold_call_row's work, checked value by value against it).
+ * hot tier stores: Java-like method names from the agent's vocabulary, thread names, params,
+ * and its trace blob as assembled (trace bytes + resolved sql/xml values + pauses). One hour
+ * of timestamps; pod depths 3..--depth. Two additions make the rows look like production
+ * rather than like the emulator (--agent-only turns both off):
+ *   params   the generator logs ~1.2 params per call (34 bytes of JSON); each row gets what a
+ *            real service of its kind logs besides (HTTP: web.method, web.remote.addr,
+ *            user.id; JMS: jms.destination; jobs: job.name; 70%: a 32-hex trace.id):
+ *            ~3.3 entries, ~110 bytes of JSON
+ *   blobs    one call's blob is 100..500 bytes (mean ~240); real agents' are a few hundred
+ *            bytes to a few KB (test-service's fixture: ~1 KB of trace per call), so a row's
+ *            blob merges the real traces of k consecutive calls of its pod (k log-normal,
+ *            median 2, p99 ~16, cp_blob_builder: a valid blob): mean ~560 B, p50 ~400 B,
+ *            p99 ~2.7 KB; zstd-1 compresses them ~4.4x as pages
+ * The rows are kept in memory and sorted as compaction sorts them (namespace, duration
+ * range, pod, time, restart, trace pointer: catalog_sqlite_cold.c), and their params parsed
+ * into map entries once (cp_cold_call_row's work, checked value by value against it).
  *
- * Timed (CLOCK_MONOTONIC, --runs times, best and median), into a file in --dir:
+ * Timed (CLOCK_MONOTONIC, --runs times, best and median), into a file in --dir (no fsync,
+ * like DuckDB's COPY):
  *   ours          cp_pq_writer_new(cp_cold_calls_schema, default options = what compaction
  *                 uses) + cp_pq_writer_add per row + finish + fclose (rows pre-parsed: the
  *                 same starting point as DuckDB's in-memory table)
@@ -34,8 +44,10 @@
  * both cores.
  *
  * usage: bench_parquet [--rows N] [--pods N] [--depth D] [--runs N] [--dir DIR] [--keep]
- *                      [--json] [--no-duckdb] [--node PATH] [--script PATH] [--tools DIR]
- *                      [--zstd-level L] [--row-group-rows N] [--page-rows N]
+ *                      [--json] [--agent-only] [--no-duckdb] [--node PATH] [--script PATH]
+ *                      [--tools DIR] [--zstd-level L] [--row-group-rows N] [--page-rows N]
+ *   defaults: 1 000 000 rows, 40 pods, depth 8, 3 runs, $TMPDIR or /tmp, node from PATH,
+ *   the script and tests/tools of the source tree this was built from
  *   --zstd-level, --row-group-rows, --page-rows change our writer's options (experiments;
  *   the default is compaction's: all zero = the writer's defaults)
  * Exit status 1 on an error or when the row counts differ, 2 on bad usage.
@@ -64,7 +76,6 @@
 
 #define T0 1767268800000LL /* 2026-01-01 12:00 UTC */
 #define SPAN_MS 3600000LL
-#define BATCH 2000         /* calls per agent per round, as bench_assembly */
 #define MAX_RUNS 20
 #define MAX_COLS 64
 
@@ -567,12 +578,20 @@ static int generate(gen *g, const opts *o)
     if (!g->pods) return CP_ENOMEM;
     for (size_t i = 0; i < g->npods; i++)
         if (pod_init(g, &g->pods[i], i, (int)o->depth) != CP_OK) return CP_ENOMEM;
-    uint64_t done = 0;
-    while (g->ncalls < g->limit) {
+    /* One batch per pod per second of the hour (the generator spreads a batch's calls over
+     * the second before it), sized so that the rows run out at the end of the hour: a row
+     * takes ~3.1 calls with merged blobs, 1 without. */
+    double calls_per_row = g->enrich ? 3.1 : 1.0;
+    for (int64_t sec = 1; g->ncalls < g->limit; sec++) {
+        int64_t left_s = SPAN_MS / 1000 - sec + 1;
+        double want = (double)(g->limit - g->ncalls) * calls_per_row / (double)g->npods /
+                      (double)(left_s > 1 ? left_s : 1);
+        uint32_t batch = want < 1 ? 1 : (uint32_t)ceil(want);
         for (size_t i = 0; i < g->npods && g->ncalls < g->limit; i++) {
             pod *p = &g->pods[i];
-            int64_t now = T0 + (int64_t)((double)done / (double)o->rows * (double)(SPAN_MS - 60000)) + 60000;
-            if (cp_agent_gen_calls(p->g, BATCH, now) != CP_OK || cp_agent_gen_flush_all(p->g) != CP_OK) return CP_ENOMEM;
+            int64_t now = T0 + sec * 1000 + (int64_t)(i * 997 % 1000); /* pods a little apart */
+            if (cp_agent_gen_calls(p->g, batch, now) != CP_OK || cp_agent_gen_flush_all(p->g) != CP_OK)
+                return CP_ENOMEM;
             for (int s = 0; s < CP_AGENT_NSTREAMS; s++) {
                 size_t len;
                 const uint8_t *b = cp_agent_gen_pending(p->g, (cp_agent_stream)s, &len);
@@ -584,7 +603,6 @@ static int generate(gen *g, const opts *o)
             /* every call of the batch is assembled: its trace bytes are not needed again */
             p->base[CP_AGENT_TRACE] += p->file[CP_AGENT_TRACE].len;
             cp_buf_reset(&p->file[CP_AGENT_TRACE]);
-            done += BATCH;
         }
     }
     for (size_t i = 0; i < g->npods; i++) {
@@ -716,7 +734,8 @@ static int prepare_rows(gen *g, prow **out, datastats *ds)
         cp_pq_value ref[CP_COLD_C_COUNT], mine[CP_COLD_C_COUNT];
         int st = cp_cold_call_row(rb, c, ref);
         if (st != CP_OK) {
-            fprintf(stderr, "bench_parquet: call %zu: cp_cold_call_row failed (%d): %.*s\n", i, st, (int)c->params_json_len, c->params_json);
+            fprintf(stderr, "bench_parquet: call %zu: cp_cold_call_row failed (%d): %.*s\n", i, st,
+                    (int)c->params_json_len, c->params_json);
             return st;
         }
         prow *r = &rows[i];
@@ -1054,11 +1073,17 @@ static void print_text(const opts *o, size_t n, const datastats *ds, const timin
            "one by one, %.1fx as 16 384-blob pages\n",
            (double)ds->params_entries / (double)n, (double)ds->params_values / (double)n,
            (double)ds->params_json_bytes / (double)n, (double)ds->method_bytes / (double)n,
-           100.0 * (double)ds->trace_rows / (double)n, ds->trace_rows ? (double)ds->trace_bytes / (double)ds->trace_rows : 0,
+           100.0 * (double)ds->trace_rows / (double)n,
+           ds->trace_rows ? (double)ds->trace_bytes / (double)ds->trace_rows : 0,
            pct(ds, 0.5), pct(ds, 0.9), pct(ds, 0.99), pct(ds, 1.0), ds->blob_ratio_each, ds->blob_ratio_page);
-    printf("\n| writer | best s | median s | rows/s (best) | file bytes | bytes/row |\n|---|---:|---:|---:|---:|---:|\n");
-    printf("| cloudprof cp_pq_writer (compaction's options) | %.3f | %.3f | **%s** | %s | %.1f |\n", ours->best,
-           ours->median, human((double)n / ours->best, h1, sizeof h1), human((double)ours->bytes, h2, sizeof h2),
+    printf("\n| writer | best s | median s | rows/s (best) | file bytes | bytes/row |\n"
+           "|---|---:|---:|---:|---:|---:|\n");
+    char label[128] = "compaction's options";
+    if (o->pq.zstd_level || o->pq.row_group_rows || o->pq.page_rows)
+        snprintf(label, sizeof label, "zstd %d, %zu-row groups, %zu-row pages", o->pq.zstd_level ? o->pq.zstd_level : 1,
+                 o->pq.row_group_rows ? o->pq.row_group_rows : 65536, o->pq.page_rows ? o->pq.page_rows : 16384);
+    printf("| cloudprof cp_pq_writer (%s) | %.3f | %.3f | **%s** | %s | %.1f |\n", label, ours->best, ours->median,
+           human((double)n / ours->best, h1, sizeof h1), human((double)ours->bytes, h2, sizeof h2),
            (double)ours->bytes / (double)n);
     if (comp->ok)
         printf("| cloudprof, compaction path (+ cp_cold_call_row) | %.3f | %.3f | %s | %s | %.1f |\n", comp->best,
@@ -1073,16 +1098,16 @@ static void print_text(const opts *o, size_t n, const datastats *ds, const timin
                human((double)d->tdef.bytes, h2, sizeof h2), (double)d->tdef.bytes / (double)n);
         double tr1 = d->t1.best / ours->best, trd = d->tdef.best / ours->best;
         double sr = (double)ours->bytes / (double)d->t1.bytes;
-        printf("\ntime ratio DuckDB / ours (best of %llu; >= 1: ours at least as fast): threads=1 **%.2f** (median %.2f),"
-               " threads=%d %.2f (median %.2f)\n",
+        printf("\ntime ratio DuckDB / ours (best of %llu; >= 1: ours at least as fast): threads=1 **%.2f**"
+               " (median %.2f), threads=%d %.2f (median %.2f)\n",
                (unsigned long long)o->runs, tr1, d->t1.median / ours->median, d->def_threads, trd,
                d->tdef.median / ours->median);
-        printf("size ratio ours / DuckDB (goal <= 1.10): **%.3f** (threads=1 file; %.3f against the threads=%d file)\n", sr,
-               (double)ours->bytes / (double)d->tdef.bytes, d->def_threads);
+        printf("size ratio ours / DuckDB (goal <= 1.10): **%.3f** (threads=1 file; %.3f against the threads=%d file)\n",
+               sr, (double)ours->bytes / (double)d->tdef.bytes, d->def_threads);
         printf("goal: speed %s, size %s\n", tr1 >= 1.0 ? "met" : "NOT met", sr <= 1.10 ? "met" : "NOT met");
         printf("rows (DuckDB count(*)): ours %s, DuckDB threads=1 %s, threads=%d %s: %s\n",
-               human((double)d->count_ours, h1, sizeof h1), human((double)d->count_duck1, h2, sizeof h2), d->def_threads,
-               human((double)d->count_duckd, h3, sizeof h3),
+               human((double)d->count_ours, h1, sizeof h1), human((double)d->count_duck1, h2, sizeof h2),
+               d->def_threads, human((double)d->count_duckd, h3, sizeof h3),
                d->count_ours == n && d->count_duck1 == n && d->count_duckd == n ? "match" : "MISMATCH");
         printf("row groups: ours %llu, DuckDB %llu; DuckDB load of our file into a table %.2f s (not timed)\n",
                (unsigned long long)d->rg[0], (unsigned long long)d->rg[1], d->load_s);
@@ -1094,11 +1119,13 @@ static void print_text(const opts *o, size_t n, const datastats *ds, const timin
             const colsize *c = &d->cols[i];
             tot[0] += c->comp[0], tot[1] += c->comp[1];
             char r[32];
-            if (c->have[0] && c->have[1] && c->comp[1]) snprintf(r, sizeof r, "%.2f", (double)c->comp[0] / (double)c->comp[1]);
+            if (c->have[0] && c->have[1] && c->comp[1])
+                snprintf(r, sizeof r, "%.2f", (double)c->comp[0] / (double)c->comp[1]);
             else snprintf(r, sizeof r, "-");
             printf("| %s | %s | %.2f | %s | %s | %.2f | %s | %s |\n", c->path, human((double)c->comp[0], h1, sizeof h1),
-                   (double)c->comp[0] / (double)n, c->have[0] ? c->enc[0] : "-", human((double)c->comp[1], h2, sizeof h2),
-                   (double)c->comp[1] / (double)n, c->have[1] ? c->enc[1] : "-", r);
+                   (double)c->comp[0] / (double)n, c->have[0] ? c->enc[0] : "-",
+                   human((double)c->comp[1], h2, sizeof h2), (double)c->comp[1] / (double)n,
+                   c->have[1] ? c->enc[1] : "-", r);
         }
         printf("| all columns | %s | %.1f | | %s | %.1f | | %.3f |\n", human((double)tot[0], h1, sizeof h1),
                (double)tot[0] / (double)n, human((double)tot[1], h2, sizeof h2), (double)tot[1] / (double)n,
@@ -1118,9 +1145,12 @@ static void json_timing(const char *name, const timing *t, size_t n, int comma)
 static void print_json(const opts *o, size_t n, const datastats *ds, const timing *ours, const timing *comp,
                        const duck *d)
 {
-    printf("{\"bench\":\"parquet\",\"rows\":%zu,\"pods\":%llu,\"depth\":%llu,\"runs\":%llu,"
+    printf("{\"bench\":\"parquet\",\"rows\":%zu,\"pods\":%llu,\"depth\":%llu,\"runs\":%llu,\"agent_only\":%s,"
+           "\"zstd_level\":%d,\"row_group_rows\":%zu,\"page_rows\":%zu,"
            "\"blob_mean\":%.0f,\"blob_p50\":%u,\"blob_p99\":%u,\"blob_zstd1_ratio\":%.2f,",
            n, (unsigned long long)o->pods, (unsigned long long)o->depth, (unsigned long long)o->runs,
+           o->agent_only ? "true" : "false", o->pq.zstd_level ? o->pq.zstd_level : 1,
+           o->pq.row_group_rows ? o->pq.row_group_rows : 65536, o->pq.page_rows ? o->pq.page_rows : 16384,
            ds->trace_rows ? (double)ds->trace_bytes / (double)ds->trace_rows : 0, pct(ds, 0.5), pct(ds, 0.99),
            ds->blob_ratio_each);
     json_timing("ours", ours, n, 0);
@@ -1204,19 +1234,24 @@ static int parse_opts(int argc, char **argv, opts *o)
     return 0;
 }
 
+/* Removes what the run wrote into dir, and dir. */
+static void remove_dir(const char *dir)
+{
+    static const char *const names[] = {"ours.parquet", "ours_compaction.parquet", "duck_t1.parquet",
+                                        "duck_tdefault.parquet"};
+    char p[4300];
+    for (size_t i = 0; i < CP_ARRAY_LEN(names); i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     opts o;
     int rc = parse_opts(argc, argv, &o);
     if (rc) return rc;
-    char dir[4096], ours_path[4200], comp_path[4200];
-    snprintf(dir, sizeof dir, "%s/bench-parquet-XXXXXX", o.dir);
-    if (!mkdtemp(dir)) {
-        perror("bench_parquet: mkdtemp");
-        return 1;
-    }
-    snprintf(ours_path, sizeof ours_path, "%s/ours.parquet", dir);
-    snprintf(comp_path, sizeof comp_path, "%s/ours_compaction.parquet", dir);
 
     if (!o.json)
         fprintf(stderr, "bench_parquet: generating %llu calls from %llu emulated agents (not timed)\n",
@@ -1232,37 +1267,31 @@ int main(int argc, char **argv)
         return 1;
     }
     size_t n = g.ncalls;
-    if (getenv("BPQ_DEBUG")) {
-        for (size_t i = 0; i < n; i += n / 20) {
-            const cp_call *c = rows[i].c;
-            printf("%.*s | %.*s | %.*s | %.*s | tr=%zu reason=%s calls=%d\n", (int)c->pod_len, c->pod, (int)c->method_len, c->method,
-                   (int)c->thread_len, c->thread, (int)c->params_json_len, c->params_json, c->trace_len,
-                   c->trace_reason ? c->trace_reason : "-", c->calls);
-        }
-        for (size_t i = 0; i < n; i++) {
-            const cp_call *c = rows[i].c;
-            const char *f[] = {c->method, c->thread, c->params_json};
-            size_t l[] = {c->method_len, c->thread_len, c->params_json_len};
-            for (int k = 0; k < 3; k++)
-                for (size_t j = 0; j < l[k]; j++)
-                    if ((unsigned char)f[k][j] >= 0x80 || (unsigned char)f[k][j] < 0x20) {
-                        printf("row %zu field %d byte %zu: %02x len %zu\n", i, k, j, (unsigned char)f[k][j], l[k]);
-                        j = l[k];
-                    }
-        }
-    }
     qsort(ds.blob_len, ds.nblob, sizeof *ds.blob_len, cmp_u32);
     blob_ratios(rows, n, &ds);
     double gen_s = now_s() - g0;
     uint64_t mem_bytes = g.mem.bytes + n * (sizeof(cp_call) + sizeof(prow));
+
+    char dir[4096], ours_path[4200], comp_path[4200];
+    snprintf(dir, sizeof dir, "%s/bench-parquet-XXXXXX", o.dir);
+    if (!mkdtemp(dir)) {
+        perror("bench_parquet: mkdtemp");
+        return 1;
+    }
+    snprintf(ours_path, sizeof ours_path, "%s/ours.parquet", dir);
+    snprintf(comp_path, sizeof comp_path, "%s/ours_compaction.parquet", dir);
     if (!o.json)
-        fprintf(stderr, "bench_parquet: %zu rows ready in %.1f s (%.0f MB); writing %llu times with cp_pq_writer into %s\n",
-                n, gen_s, (double)mem_bytes / 1e6, (unsigned long long)o.runs, dir);
+        fprintf(stderr,
+                "bench_parquet: %zu rows ready in %.1f s (%.0f MB); writing %llu times with cp_pq_writer into %s\n", n,
+                gen_s, (double)mem_bytes / 1e6, (unsigned long long)o.runs, dir);
 
     timing ours, comp = {0};
     st = time_ours(&o, ours_path, rows, n, 0, &ours);
     if (st == CP_OK) st = time_ours(&o, comp_path, rows, n, 1, &comp);
-    if (st != CP_OK) return 1;
+    if (st != CP_OK) {
+        remove_dir(dir);
+        return 1;
+    }
     unlink(comp_path);
 
     duck d = {0};
@@ -1281,19 +1310,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_parquet: row counts differ\n");
         rc = 1;
     }
-    if (!o.no_duckdb && !d.ok) rc = 1;
-    if (!o.keep) {
-        unlink(ours_path);
-        char p[4300];
-        const char *names[] = {"duck_t1.parquet", "duck_tdefault.parquet"};
-        for (size_t i = 0; i < CP_ARRAY_LEN(names); i++) {
-            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-            unlink(p);
-        }
-        rmdir(dir);
-    } else if (!o.json) {
-        printf("kept %s\n", dir);
+    if (!o.no_duckdb && !d.ok) {
+        fprintf(stderr, "bench_parquet: the DuckDB side failed (%s); scripts/node-tools.sh installs it\n", d.why);
+        rc = 1;
     }
+    if (!o.keep) remove_dir(dir);
+    else if (!o.json) printf("kept %s\n", dir);
     arena_free(&g.mem);
     free(g.calls);
     free(rows);

@@ -9,7 +9,8 @@
 #                         [--ingest INGEST_ARGS...]
 #   --json          every benchmark prints JSON on stdout (one object each, in order);
 #                   the header and progress go to stderr
-#   --quick         bench/ingest.sh --quick (5 s runs), bench_hot --quick (1M calls)
+#   --quick         bench/ingest.sh --quick (5 s runs), bench_hot --quick (1M calls),
+#                   bench_parquet --rows 200000
 #   --only NAMES    comma list of benchmarks to run: decode, connections, ingest, ...
 #   --skip NAMES    comma list of benchmarks not to run
 #   ARGS            go to every bench_<name> program, e.g. --min-time 0.2 (flags only
@@ -19,6 +20,10 @@
 # bench_connections pins its server and itself, so it runs unpinned.
 # bench_hot (the hot tier: inserts, then query latency) writes 10M calls, about 17 GB at its
 # peak, into a temporary catalog under $TMPDIR and takes a few minutes; --quick: 1M.
+# bench_parquet (cold-tier Parquet writer against DuckDB's COPY ... zstd, same rows, same run)
+# needs node and DuckDB's @duckdb/node-api in tests/tools (scripts/node-tools.sh is run first);
+# 1M rows, about 3 minutes, ~1.5 GB of memory and ~0.5 GB under $TMPDIR; it runs unpinned
+# (DuckDB is also timed with its default threads = all cores).
 # env:   CP_FIXTURES_DIR   fixtures folder (default ../shared/fixtures beside the repo)
 #        CP_BENCH_BUILD    build directory (default build-bench)
 #        CP_INGEST_*       bench/ingest.sh settings (duration, agents, ...; see its --help)
@@ -30,14 +35,15 @@ export CP_FIXTURES_DIR=${CP_FIXTURES_DIR:-$root/../shared/fixtures}
 build=${CP_BENCH_BUILD:-$root/build-bench}
 helpers=(nullsink)        # bench/*.c programs that other benchmarks drive, not benchmarks
 self_pinned=(connections) # start a server themselves and pin both sides: run unpinned
+unpinned=(parquet)        # compared with a multi-threaded baseline (DuckDB): run unpinned
 
 json=0 only="" skip=""
-prog_args=() ingest_args=() hot_args=()
+prog_args=() ingest_args=() hot_args=() parquet_args=()
 while (($#)); do
     case $1 in
     -h | --help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     --json) json=1; prog_args+=("$1"); ingest_args+=("$1") ;;
-    --quick) ingest_args+=("$1"); hot_args+=("$1") ;;
+    --quick) ingest_args+=("$1"); hot_args+=("$1"); parquet_args+=(--rows 200000) ;;
     --only) (($# >= 2)) || { echo "bench: --only needs a value" >&2; exit 2; }; only=$2; shift ;;
     --skip) (($# >= 2)) || { echo "bench: --skip needs a value" >&2; exit 2; }; skip=$2; shift ;;
     --ingest) shift; ingest_args+=("$@"); break ;;
@@ -75,6 +81,11 @@ build_target() {
     echo "== cmake --build --target $1" >>"$build/build.log"
     cmake --build "$build" -j"$(nproc)" --target "$1" >>"$build/build.log" 2>&1
 }
+# bench_parquet's baseline: DuckDB through node (tests/tools/node_modules)
+if [[ " ${names[*]} " == *" parquet "* ]] && ! scripts/node-tools.sh >>"$build/build.log" 2>&1; then
+    echo "bench: scripts/node-tools.sh failed (see $build/build.log): bench_parquet will lack DuckDB"
+    status=1
+fi
 benches=()
 for n in "${names[@]}"; do
     if build_target "bench_$n"; then
@@ -119,9 +130,10 @@ for b in "${benches[@]}"; do
     echo "== $b ${prog_args[*]}"
     rc=0
     p=("${pin[@]}")
-    [[ " ${self_pinned[*]} " == *" ${b#bench_} "* ]] && p=()
+    [[ " ${self_pinned[*]} ${unpinned[*]} " == *" ${b#bench_} "* ]] && p=()
     extra=()
     [[ $b == bench_hot ]] && extra=("${hot_args[@]}")
+    [[ $b == bench_parquet ]] && extra=("${parquet_args[@]}")
     "${p[@]}" "$build/bench/$b" "${prog_args[@]}" "${extra[@]}" >&3 || rc=$?
     if ((rc != 0)); then echo "bench: $b exited with $rc"; status=1; fi
 done
