@@ -649,6 +649,27 @@ static void test_compaction_keeps_answers(void **state)
     assert_non_null(strstr((const char *)out.data, "compacted 0 claims"));
     assert_int_equal(check_store_matches_catalog(&e), NCALLS);
 
+    /* retention: the files (from 2023) are past any retention: marked, deleted, gone */
+    const char *argv[24];
+    size_t n = 0;
+    argv[n++] = "compact";
+    argv[n++] = "--data";
+    argv[n++] = e.s.data;
+    for (const char *const *pf = test_pair_flags(e.catalog, e.store); *pf; pf++) argv[n++] = *pf;
+    argv[n++] = "--retention";
+    argv[n++] = "1d";
+    argv[n] = NULL;
+    cp_buf_reset(&out);
+    assert_int_equal(cli_run(&out, NULL, argv), 0);
+    cp_buf_putc(&out, 0);
+    printf("%s", (const char *)out.data);
+    assert_non_null(strstr((const char *)out.data, "retention: 6 files marked, 6 deleted"));
+    assert_int_equal(check_store_matches_catalog(&e), 0);
+    snprintf(path, sizeof path, "/api/v1/calls?from=%lld&to=%lld&limit=1000", FROM_MS, TO_MS);
+    j = get_json(&e, path);
+    assert_int_equal(json_array_size(json_object_get(j, "calls")), 0);
+    json_decref(j);
+
     json_decref(h.rows);
     cp_buf_free(&out);
     answers_free(&before);
