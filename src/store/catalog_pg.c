@@ -865,6 +865,7 @@ static int pg_compact_claim(cp_catalog *base, const cp_compact_opts *o, cp_compa
     for (int i = 0; i < CLAIM_TRIES; i++) {
         c->sqlstate[0] = 0;
         st = claim_once(c, o, job);
+        if (st == CP_OK) snprintf(job->node, sizeof job->node, "%s", o->node ? o->node : "");
         if (st == CP_EIO && (!strcmp(c->sqlstate, "55P03") || !strcmp(c->sqlstate, "40P01") ||
                              !strcmp(c->sqlstate, "40001")))
             st = CP_AGAIN; /* lock timeout, deadlock victim, serialization: again */
@@ -1176,6 +1177,24 @@ static int pg_compact_finish(cp_catalog *base, const cp_compact_job *job, const 
     pg_catalog *c = (pg_catalog *)base;
     int st = settle(c);
     if (st == CP_OK) st = begin_batch(c);
+    if (st == CP_OK) {
+        /* a compactor whose claim was taken over must not persist and drop the windows
+         * while the new holder redoes them: lock the claim's rows and check the holder */
+        const void *w[] = {job->claim, job->node};
+        PGresult *q = cp_pg_query(c,
+                                  "SELECT coalesce(claimed_by, '') <> $2 FROM inventory WHERE claim = $1"
+                                  " AND status = 'persisting' FOR UPDATE",
+                                  "tt", w, NULL, 0, "check a claim");
+        if (!q) return CP_EIO;
+        int others = 0;
+        for (int i = 0; i < PQntuples(q); i++) others |= PQgetvalue(q, i, 0)[0] == 't';
+        PQclear(q);
+        if (others) {
+            c->batched = 0; /* nothing of ours is lost: settle() committed it */
+            cp_pg_abort(c);
+            return cp_pg_failf(c, CP_EABORT, "claim %s was taken over by another compactor", job->claim);
+        }
+    }
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         const void *v[] = {uuids[i]};
         PGresult *r = cp_pg_query(c, "UPDATE s3_files SET status = 'completed' WHERE uuid = $1", "t", v, NULL, 0,
@@ -1204,11 +1223,12 @@ static int pg_compact_release(cp_catalog *base, const cp_compact_job *job)
     int st = settle(c);
     if (st == CP_OK) st = begin_batch(c);
     if (st != CP_OK) return st;
-    const void *v[] = {job->claim};
+    const void *v[] = {job->claim, job->node};
     PGresult *r = cp_pg_query(c,
                               "UPDATE inventory SET status = 'ready', claim = NULL, claimed_by = NULL,"
-                              " claimed_at = NULL WHERE claim = $1 AND status = 'persisting'",
-                              "t", v, NULL, 0, "release a claim");
+                              " claimed_at = NULL WHERE claim = $1 AND status = 'persisting'"
+                              " AND coalesce(claimed_by, '') = $2",
+                              "tt", v, NULL, 0, "release a claim");
     if (!r) return CP_EIO;
     PQclear(r);
     return pg_commit(base);

@@ -209,6 +209,7 @@ int cp_sq_compact_claim(cp_catalog *base, const cp_compact_opts *o, cp_compact_j
     if (st == CP_OK) st = claim_describe(c, job);
     if (st != CP_OK) return rollback(c, st);
     job->hour_ms = hour;
+    snprintf(job->node, sizeof job->node, "%s", o->node ? o->node : "");
     return commit(c);
 }
 
@@ -664,13 +665,38 @@ static int finish_windows(sqlite_catalog *c, const char *claim)
     return st;
 }
 
+/* CP_OK if every persisting window of the claim is still held by job->node: a compactor
+ * whose claim was taken over (its lease ran out) must not persist and drop the windows
+ * while the new holder is redoing them. */
+static int claim_still_ours(sqlite_catalog *c, const cp_compact_job *job)
+{
+    sqlite3_stmt *s;
+    int st = prepare(c, c->db,
+                     "SELECT count(*) FROM inventory WHERE claim = ?1 AND status = 'persisting'"
+                     " AND coalesce(claimed_by, '') <> ?2",
+                     &s);
+    if (st != CP_OK) return st;
+    sqlite3_bind_text(s, 1, job->claim, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, job->node, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    int64_t others = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+    sqlite3_finalize(s);
+    if (others < 0) return cp_sq_fail(c, "check a claim");
+    if (others > 0) {
+        snprintf(c->err, sizeof c->err, "claim %s was taken over by another compactor", job->claim);
+        return CP_EABORT;
+    }
+    return CP_OK;
+}
+
 int cp_sq_compact_finish(cp_catalog *base, const cp_compact_job *job, const char *const *uuids, size_t n)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
     int st = settle(c);
     if (st == CP_OK) st = cp_sq_exec(c, "BEGIN IMMEDIATE", "begin finishing a claim");
     if (st != CP_OK) return st;
-    st = finish_files(c, uuids, n);
+    st = claim_still_ours(c, job);
+    if (st == CP_OK) st = finish_files(c, uuids, n);
     if (st == CP_OK) st = finish_windows(c, job->claim);
     return st == CP_OK ? commit(c) : rollback(c, st);
 }
@@ -683,10 +709,11 @@ int cp_sq_compact_release(cp_catalog *base, const cp_compact_job *job)
     if (st == CP_OK)
         st = prepare(c, c->db,
                      "UPDATE inventory SET status = 'ready', claim = NULL, claimed_by = NULL, claimed_at = NULL"
-                     " WHERE claim = ?1 AND status = 'persisting'",
+                     " WHERE claim = ?1 AND status = 'persisting' AND coalesce(claimed_by, '') = ?2",
                      &s);
     if (st != CP_OK) return st;
     sqlite3_bind_text(s, 1, job->claim, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, job->node, -1, SQLITE_STATIC);
     return step_done(c, s, "release a claim");
 }
 

@@ -522,6 +522,7 @@ int cp_compact_run(const cp_compactor_config *cfg, int64_t until_ms, int64_t now
             snprintf(err, errlen, "claim: %s", cp_catalog_errmsg(cfg->cat));
             return r;
         }
+        snprintf(job.node, sizeof job.node, "%s", cfg->node ? cfg->node : "");
         if (cfg->crash && cfg->crash(cfg->crash_ud, "claimed", &job)) _exit(3);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);

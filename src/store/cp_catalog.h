@@ -78,6 +78,8 @@ typedef struct cp_compact_job {
     int64_t rows;                /* calls in the claimed windows (inventory rows_count) */
     size_t windows;              /* window table pairs claimed */
     int taken_over;              /* 1: this claim was abandoned by an earlier run */
+    char node[128];              /* the compactor holding it (claimed_by): finish and release
+                                  * act only while the claim is still this node's */
 } cp_compact_job;
 
 /* One cold object (an s3_files row). */
@@ -170,7 +172,8 @@ typedef struct cp_catalog_ops {
     int (*indexed_params)(cp_catalog *c, int (*fn)(void *ud, const char *name), void *ud);
     /* One transaction: the claim's files (uuids[0..n)) -> completed, its windows ->
      * persisted, their tables dropped. After it, readers see the cold files and not the
-     * hot rows; before it, the hot rows and not the files. */
+     * hot rows; before it, the hot rows and not the files. CP_EABORT (nothing done) when
+     * another compactor took the claim over meanwhile (claimed_by is not job->node). */
     int (*compact_finish)(cp_catalog *c, const cp_compact_job *job, const char *const *uuids, size_t n);
     /* Gives a claim up after a failure (windows back to ready). */
     int (*compact_release)(cp_catalog *c, const cp_compact_job *job);

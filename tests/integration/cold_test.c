@@ -713,11 +713,48 @@ static void test_crash_at_each_step(void **state)
     }
 }
 
+/* A compactor whose claim was taken over (its lease ran out while it was still working)
+ * cannot finish it: the windows stay hot for the new holder, who completes them. */
+static void test_taken_over_claim_cannot_finish(void **state)
+{
+    (void)state;
+    env e = {0};
+    env_start(&e, "cold-takeover");
+    load_conversation(&e);
+    server_stop(&e.s);
+    cp_catalog *a = NULL, *b = NULL;
+    char err[512];
+    if (cp_catalog_open(e.catalog, &a, err, sizeof err) != CP_OK) fail_msg("catalog: %s", err);
+    if (cp_catalog_open(e.catalog, &b, err, sizeof err) != CP_OK) fail_msg("catalog: %s", err);
+    int64_t now = cp_now_ms();
+    cp_compact_opts oa = {now, "slow-a", 60000, now}, ob = {now, "fast-b", 0, now};
+    cp_compact_job ja, jb;
+    assert_int_equal(cp_catalog_compact_claim(a, &oa, &ja), CP_OK);
+    assert_int_equal(cp_catalog_compact_claim(b, &ob, &jb), CP_OK); /* lease 0: takes it over */
+    assert_true(jb.taken_over);
+    assert_string_equal(ja.claim, jb.claim);
+    assert_int_equal(cp_catalog_compact_finish(a, &ja, NULL, 0), CP_EABORT);
+    printf("the old holder's finish: %s\n", cp_catalog_errmsg(a));
+    assert_int_equal(cp_catalog_compact_release(a, &ja), CP_OK); /* a no-op: not its claim */
+    cp_catalog_close(a);
+    cp_catalog_close(b);
+    /* the new holder's claim is still there to be done: a compactor taking it over ends
+     * with every call cold */
+    cp_buf out;
+    cp_buf_init(&out);
+    run_compact(&e, NULL, 1, &out);
+    assert_non_null(strstr((const char *)out.data, "45 calls"));
+    assert_int_equal(check_store_matches_catalog(&e), NCALLS);
+    cp_buf_free(&out);
+    env_free(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_compaction_keeps_answers, servers_teardown),
         cmocka_unit_test_teardown(test_crash_at_each_step, servers_teardown),
+        cmocka_unit_test_teardown(test_taken_over_claim_cannot_finish, servers_teardown),
     };
     printf("storage pair: %s\n", test_pair_name());
     return cmocka_run_group_tests(tests, NULL, NULL);
