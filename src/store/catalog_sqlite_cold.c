@@ -283,11 +283,13 @@ static int table_exists(sqlite3 *db, const char *name)
  * through the sorter. */
 static int claim_query(sqlite_catalog *c, char (*names)[CP_HOT_NAME_LEN], size_t n, cp_buf *sql)
 {
-    int st = CP_OK;
+    /* a compound SELECT may only be ordered by its result columns: sort the union as a
+     * subquery so the ORDER BY can hold the duration-range expression */
+    int st = cp_buf_puts(sql, "SELECT * FROM (");
     for (size_t i = 0; st == CP_OK && i < n; i++)
         st = cp_buf_printf(sql, "%sSELECT " CALL_COLS ", %zu AS tbl FROM %s", i ? " UNION ALL " : "", i, names[i]);
     if (st == CP_OK)
-        st = cp_buf_puts(sql, " ORDER BY namespace, CASE WHEN duration < 1 THEN 0 WHEN duration < 10 THEN 1"
+        st = cp_buf_puts(sql, ") ORDER BY namespace, CASE WHEN duration < 1 THEN 0 WHEN duration < 10 THEN 1"
                               " WHEN duration < 100 THEN 2 WHEN duration < 1000 THEN 3 WHEN duration < 5000 THEN 4"
                               " WHEN duration < 30000 THEN 5 WHEN duration < 90000 THEN 6 ELSE 7 END, pod_name,"
                               " time, restart_time, trace_file_index, buffer_offset, record_index");
