@@ -57,7 +57,7 @@ int cp_cli_storage_open_store(const cp_cli_storage *s, cp_ostore **out, char *er
     c.access_key = getenv("CLOUDPROF_S3_ACCESS_KEY");
     c.secret_key = getenv("CLOUDPROF_S3_SECRET_KEY");
     if (!strncmp(s->store, "s3://", 5) && (!c.access_key || !c.secret_key)) {
-        snprintf(err, errlen, "S3 store %s: set CLOUDPROF_S3_ACCESS_KEY and CLOUDPROF_S3_SECRET_KEY", s->store);
+        snprintf(err, errlen, "set CLOUDPROF_S3_ACCESS_KEY and CLOUDPROF_S3_SECRET_KEY");
         return CP_EINVAL;
     }
     return cp_ostore_open(&c, out, err, errlen);

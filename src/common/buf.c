@@ -92,3 +92,18 @@ void cp_buf_consume(cp_buf *b, size_t n)
     memmove(b->data, b->data + n, b->len - n);
     b->len -= n;
 }
+
+int cp_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap) return CP_OK;
+    size_t n = *cap ? *cap : (first ? first : 16);
+    while (n < need) {
+        if (n > SIZE_MAX / 2 / elem) return CP_ENOMEM;
+        n *= 2;
+    }
+    void *p = realloc(*arr, n * elem);
+    if (!p) return CP_ENOMEM;
+    *arr = p;
+    *cap = n;
+    return CP_OK;
+}

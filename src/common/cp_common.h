@@ -44,6 +44,10 @@ int cp_buf_putc(cp_buf *b, uint8_t c);
 int cp_buf_puts(cp_buf *b, const char *s);
 int cp_buf_printf(cp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cp_buf_consume(cp_buf *b, size_t n);             /* drop n bytes from the front */
+
+/* Grows the array *arr of elem-byte elements to hold at least need of them, doubling
+ * from `first` (or the current capacity). CP_OK, or CP_ENOMEM (also on overflow). */
+int cp_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first);
 static inline void cp_buf_reset(cp_buf *b) { b->len = 0; }
 
 /* ---- bounded reader over untrusted bytes ------------------------------------------ */

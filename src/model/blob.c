@@ -40,22 +40,6 @@ void cp_blob_builder_free(cp_blob_builder *b)
     cp_blob_builder_init(b);
 }
 
-/* Grows an entry array by doubling; the caller's count is never above *cap. */
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return CP_OK;
-    size_t n = *cap ? *cap : 16;
-    while (n < need) {
-        if (n > SIZE_MAX / 2 / elem) return CP_ENOMEM;
-        n *= 2;
-    }
-    void *p = realloc(*arr, n * elem);
-    if (!p) return CP_ENOMEM;
-    *arr = p;
-    *cap = n;
-    return CP_OK;
-}
-
 /* Strings are kept in one buffer; entries hold offsets because the buffer moves. */
 static int keep_string(cp_blob_builder *b, const char *text, size_t len, size_t *off)
 {
@@ -84,7 +68,7 @@ int cp_blob_add_word(cp_blob_builder *b, int32_t id, const char *text, size_t le
     if (id < 0 || (len && !text)) return CP_EINVAL;
     size_t at = word_pos(b, id);
     if (at < b->nwords && b->words[at].id == id) return CP_OK;
-    int st = grow((void **)&b->words, &b->capwords, b->nwords + 1, sizeof *b->words);
+    int st = cp_grow((void **)&b->words, &b->capwords, b->nwords + 1, sizeof *b->words, 16);
     size_t off = 0;
     if (st == CP_OK) st = keep_string(b, text, len, &off);
     if (st != CP_OK) return st;
@@ -130,7 +114,7 @@ int cp_blob_add_value(cp_blob_builder *b, uint8_t kind, int32_t file, int32_t of
         const struct cp_blob_bvalue *v = &b->values[at];
         if (value_cmp(v->kind, v->file, v->offset, kind, file, offset) == 0) return CP_OK;
     }
-    int st = grow((void **)&b->values, &b->capvalues, b->nvalues + 1, sizeof *b->values);
+    int st = cp_grow((void **)&b->values, &b->capvalues, b->nvalues + 1, sizeof *b->values, 16);
     size_t off = 0;
     if (st == CP_OK) st = keep_string(b, text, len, &off);
     if (st != CP_OK) return st;
@@ -149,7 +133,7 @@ int cp_blob_add_value(cp_blob_builder *b, uint8_t kind, int32_t file, int32_t of
 int cp_blob_add_pause(cp_blob_builder *b, int64_t end_ms, int32_t duration_ms)
 {
     if (duration_ms < 0) return CP_EINVAL;
-    int st = grow((void **)&b->pauses, &b->cappauses, b->npauses + 1, sizeof *b->pauses);
+    int st = cp_grow((void **)&b->pauses, &b->cappauses, b->npauses + 1, sizeof *b->pauses, 16);
     if (st != CP_OK) return st;
     b->pauses[b->npauses].end_ms = end_ms;
     b->pauses[b->npauses].duration_ms = duration_ms;

@@ -34,21 +34,6 @@ void cp_tree_limits_default(cp_tree_limits *l)
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return CP_OK;
-    size_t n = *cap ? *cap : 16;
-    while (n < need) {
-        if (n > SIZE_MAX / 4 / elem) return CP_ENOMEM;
-        n *= 2;
-    }
-    void *p = realloc(*arr, n * elem);
-    if (!p) return CP_ENOMEM;
-    *arr = p;
-    *cap = n;
-    return CP_OK;
-}
-
 
 static uint64_t hash_bytes(const void *p, size_t n)
 {
@@ -253,8 +238,8 @@ cp_tree *cp_tree_new(const cp_tree_limits *l)
     t->p_binds = t->p_call_info = NONE;
     t->cont_free = t->group_free = NONE;
     /* node 0: the super-root; group 0: a placeholder */
-    if (grow((void **)&t->nodes, &t->capnodes, 1, sizeof *t->nodes) != CP_OK ||
-        grow((void **)&t->groups, &t->capgroups, 1, sizeof *t->groups) != CP_OK) {
+    if (cp_grow((void **)&t->nodes, &t->capnodes, 1, sizeof *t->nodes, 16) != CP_OK ||
+        cp_grow((void **)&t->groups, &t->capgroups, 1, sizeof *t->groups, 16) != CP_OK) {
         cp_tree_free(t);
         return NULL;
     }
@@ -325,7 +310,7 @@ static int node_child(cp_tree *t, uint32_t parent, uint32_t method, uint32_t *ou
         }
     }
     if (t->nnodes - 1 >= t->lim.max_nodes || t->nnodes >= MAX_INDEX) return CP_ELIMIT;
-    if (grow((void **)&t->nodes, &t->capnodes, t->nnodes + 1, sizeof *t->nodes) != CP_OK) return CP_ENOMEM;
+    if (cp_grow((void **)&t->nodes, &t->capnodes, t->nnodes + 1, sizeof *t->nodes, 16) != CP_OK) return CP_ENOMEM;
     uint32_t id = (uint32_t)t->nnodes++;
     tnode *c = &t->nodes[id];
     memset(c, 0, sizeof *c);
@@ -434,7 +419,7 @@ static int cont_new(cp_tree *t, int variants, uint32_t *out)
         t->cont_free = t->conts[ci].next_free;
     } else {
         if (t->nconts >= MAX_INDEX) return CP_ELIMIT;
-        if (grow((void **)&t->conts, &t->capconts, t->nconts + 1, sizeof *t->conts) != CP_OK) return CP_ENOMEM;
+        if (cp_grow((void **)&t->conts, &t->capconts, t->nconts + 1, sizeof *t->conts, 16) != CP_OK) return CP_ENOMEM;
         ci = (uint32_t)t->nconts++;
         memset(&t->conts[ci], 0, sizeof t->conts[ci]);
     }
@@ -529,13 +514,13 @@ static int group_get(cp_tree *t, const gkey *k, const tval *v, uint32_t *out)
         return CP_OK;
     }
     tcont *c = &t->conts[k->cont];
-    if (grow((void **)&c->g, &c->cap, c->n + 1, sizeof *c->g) != CP_OK) return CP_ENOMEM;
+    if (cp_grow((void **)&c->g, &c->cap, c->n + 1, sizeof *c->g, 16) != CP_OK) return CP_ENOMEM;
     gi = t->group_free;
     if (gi != NONE) {
         t->group_free = t->groups[gi].next_free;
     } else {
         if (t->ngroups >= MAX_INDEX) return CP_ELIMIT;
-        if (grow((void **)&t->groups, &t->capgroups, t->ngroups + 1, sizeof *t->groups) != CP_OK) return CP_ENOMEM;
+        if (cp_grow((void **)&t->groups, &t->capgroups, t->ngroups + 1, sizeof *t->groups, 16) != CP_OK) return CP_ENOMEM;
         gi = (uint32_t)t->ngroups++;
     }
     tgroup *g = &t->groups[gi];
@@ -566,7 +551,7 @@ static void group_credit(tgroup *g, int64_t dur, uint64_t inv)
 static int touch(cp_tree *t, uint32_t ci, uint64_t inv)
 {
     if (t->conts[ci].touched == inv) return CP_OK;
-    if (grow((void **)&t->touched, &t->captouched, t->ntouched + 1, sizeof *t->touched) != CP_OK) return CP_ENOMEM;
+    if (cp_grow((void **)&t->touched, &t->captouched, t->ntouched + 1, sizeof *t->touched, 16) != CP_OK) return CP_ENOMEM;
     t->conts[ci].touched = inv;
     t->touched[t->ntouched++] = ci;
     return CP_OK;
@@ -791,7 +776,7 @@ static int walk_enter(walk *w, const cp_trace_rec *r)
     uint32_t method, node;
     int st = intern_word(w, r->id, 0, &method);
     if (st == CP_OK) st = node_child(t, w->depth ? w->st[w->depth - 1].node : 0, method, &node);
-    if (st == CP_OK) st = grow((void **)&w->st, &w->capst, w->depth + 1, sizeof *w->st);
+    if (st == CP_OK) st = cp_grow((void **)&w->st, &w->capst, w->depth + 1, sizeof *w->st, 16);
     if (st == CP_ELIMIT) return walk_fail(w, st, "tree over its budget of %zu nodes", t->lim.max_nodes);
     if (st != CP_OK) return walk_fail(w, st, "%s", cp_strstatus(st));
     frame *f = &w->st[w->depth++];
@@ -855,7 +840,7 @@ static int walk_tag(walk *w, const cp_trace_rec *r)
     }
     p.sql = r->param_type == 3;
     p.binds = p.param == t->p_binds;
-    if (grow((void **)&w->tags, &w->captags, w->ntags + 1, sizeof *w->tags) != CP_OK)
+    if (cp_grow((void **)&w->tags, &w->captags, w->ntags + 1, sizeof *w->tags, 16) != CP_OK)
         return walk_fail(w, CP_ENOMEM, "out of memory");
     w->tags[w->ntags++] = p;
     return 0;
@@ -1441,7 +1426,7 @@ static int put_tree(const cp_tree *t, const derived *d, cp_buf *out, uint32_t ro
     level *stack = NULL;
     size_t depth = 0, cap = 0;
     int st = put_node_head(t, d, out, root_node, root, root_method, t->start_ms);
-    if (st == CP_OK && grow((void **)&stack, &cap, 1, sizeof *stack) != CP_OK) st = CP_ENOMEM;
+    if (st == CP_OK && cp_grow((void **)&stack, &cap, 1, sizeof *stack, 16) != CP_OK) st = CP_ENOMEM;
     if (st == CP_OK) stack[depth++] = (level){root, d->kstart[root]};
     while (st == CP_OK && depth) {
         level *l = &stack[depth - 1];
@@ -1454,7 +1439,7 @@ static int put_tree(const cp_tree *t, const derived *d, cp_buf *out, uint32_t ro
         st = cp_buf_puts(out, l->next == d->kstart[l->node] ? ",\"children\":[" : ",");
         l->next++;
         st = st ? st : put_node_head(t, d, out, &t->nodes[c], c, t->nodes[c].method, t->start_ms);
-        if (st == CP_OK && grow((void **)&stack, &cap, depth + 1, sizeof *stack) != CP_OK) st = CP_ENOMEM;
+        if (st == CP_OK && cp_grow((void **)&stack, &cap, depth + 1, sizeof *stack, 16) != CP_OK) st = CP_ENOMEM;
         if (st == CP_OK) stack[depth++] = (level){c, d->kstart[c]};
     }
     free(stack);

@@ -135,35 +135,20 @@ static int do_pread(cp_pq_reader *r, void *dst, size_t n, uint64_t off)
 
 /* ---- scratch arrays --------------------------------------------------------------------- */
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return CP_OK;
-    size_t n = *cap ? *cap : 256;
-    while (n < need) {
-        if (n > SIZE_MAX / 2 / elem) return CP_ENOMEM;
-        n *= 2;
-    }
-    void *p = realloc(*arr, n * elem);
-    if (!p) return CP_ENOMEM;
-    *arr = p;
-    *cap = n;
-    return CP_OK;
-}
-
 static int leaf_levels_room(leafdata *ld, size_t need)
 {
     size_t cap = ld->cap;
-    if (grow((void **)&ld->def, &cap, need, 1) != CP_OK) return CP_ENOMEM;
+    if (cp_grow((void **)&ld->def, &cap, need, 1, 256) != CP_OK) return CP_ENOMEM;
     cap = ld->cap;
-    if (grow((void **)&ld->rep, &cap, need, 1) != CP_OK) return CP_ENOMEM;
+    if (cp_grow((void **)&ld->rep, &cap, need, 1, 256) != CP_OK) return CP_ENOMEM;
     ld->cap = cap;
     return CP_OK;
 }
 
 static int leaf_values_room(leafdata *ld, size_t need, int bytes)
 {
-    return bytes ? grow((void **)&ld->bv, &ld->capb, need, sizeof *ld->bv)
-                 : grow((void **)&ld->iv, &ld->capi, need, sizeof *ld->iv);
+    return bytes ? cp_grow((void **)&ld->bv, &ld->capb, need, sizeof *ld->bv, 256)
+                 : cp_grow((void **)&ld->iv, &ld->capi, need, sizeof *ld->iv, 256);
 }
 
 /* ---- decompression ---------------------------------------------------------------------- */
@@ -289,8 +274,8 @@ static int read_dictionary(cp_pq_reader *r, const pq_chunk *c, leafdata *ld, con
     size_t bits = c->type == PQ_BOOLEAN ? 1 : c->type == PQ_INT64 ? 64 : 32;
     if (n > (size_t)h->uncompressed * 8 / bits)
         return rfail(r, CP_ECORRUPT, "%zu dictionary entries in %d bytes", n, h->uncompressed);
-    if (c->type == PQ_BYTE_ARRAY ? grow((void **)&ld->dbv, &ld->capdb, n, sizeof *ld->dbv)
-                                 : grow((void **)&ld->div, &ld->capdi, n, sizeof *ld->div))
+    if (c->type == PQ_BYTE_ARRAY ? cp_grow((void **)&ld->dbv, &ld->capdb, n, sizeof *ld->dbv, 256)
+                                 : cp_grow((void **)&ld->div, &ld->capdi, n, sizeof *ld->div, 256))
         return nomem(r);
     st = plain_decode(r, c->type, p, (size_t)h->uncompressed, n, ld->div, ld->dbv, &used);
     if (st != CP_OK) return st;
@@ -305,7 +290,7 @@ static int delta_length_decode(cp_pq_reader *r, const uint8_t *p, size_t len, si
 {
     const char *why = NULL;
     size_t pos;
-    if (grow((void **)&r->lens[0], &r->clens[0], nv, sizeof *r->lens[0]) != CP_OK) return nomem(r);
+    if (cp_grow((void **)&r->lens[0], &r->clens[0], nv, sizeof *r->lens[0], 256) != CP_OK) return nomem(r);
     if (pq_delta_decode(p, len, 1, r->lens[0], nv, &pos, &why) != CP_OK)
         return rfail(r, CP_ECORRUPT, "DELTA_LENGTH_BYTE_ARRAY lengths: %s", why);
     for (size_t i = 0; i < nv; i++) {
@@ -328,7 +313,7 @@ static int delta_byte_array_decode(cp_pq_reader *r, const uint8_t *p, size_t len
     const char *why = NULL;
     size_t u1, u2;
     for (int k = 0; k < 2; k++)
-        if (grow((void **)&r->lens[k], &r->clens[k], nv, sizeof *r->lens[k]) != CP_OK) return nomem(r);
+        if (cp_grow((void **)&r->lens[k], &r->clens[k], nv, sizeof *r->lens[k], 256) != CP_OK) return nomem(r);
     int64_t *pre = r->lens[0], *suf = r->lens[1];
     if (pq_delta_decode(p, len, 1, pre, nv, &u1, &why) != CP_OK ||
         pq_delta_decode(p + u1, len - u1, 1, suf, nv, &u2, &why) != CP_OK)
@@ -379,7 +364,7 @@ static int decode_values(cp_pq_reader *r, const pq_chunk *c, leafdata *ld, int e
     case PQ_ENC_RLE_DICTIONARY: {
         if (!ld->has_dict) return rfail(r, CP_ECORRUPT, "dictionary-encoded page without a dictionary");
         if (len < 1) return rfail(r, CP_ECORRUPT, "dictionary-encoded page without its bit width");
-        if (grow((void **)&r->idx, &r->cidx, nv, sizeof *r->idx) != CP_OK) return nomem(r);
+        if (cp_grow((void **)&r->idx, &r->cidx, nv, sizeof *r->idx, 256) != CP_OK) return nomem(r);
         if (pq_hybrid_decode(p + 1, len - 1, p[0], r->idx, 4, nv, &used, &why) != CP_OK)
             return rfail(r, CP_ECORRUPT, "dictionary indices: %s", why);
         for (size_t i = 0; i < nv; i++) {
@@ -394,7 +379,7 @@ static int decode_values(cp_pq_reader *r, const pq_chunk *c, leafdata *ld, int e
     case PQ_ENC_RLE: { /* booleans: u32le length, then hybrid with width 1 */
         if (t != PQ_BOOLEAN) return rfail(r, CP_EINVAL, "RLE encoding for a non-boolean column");
         if (len < 4 || pq_le32(p) > len - 4) return rfail(r, CP_ECORRUPT, "RLE booleans: bad length");
-        if (grow((void **)&r->idx, &r->cidx, nv, sizeof *r->idx) != CP_OK) return nomem(r);
+        if (cp_grow((void **)&r->idx, &r->cidx, nv, sizeof *r->idx, 256) != CP_OK) return nomem(r);
         if (pq_hybrid_decode(p + 4, pq_le32(p), 1, r->idx, 4, nv, &used, &why) != CP_OK)
             return rfail(r, CP_ECORRUPT, "RLE booleans: %s", why);
         for (size_t i = 0; i < nv; i++) iv[i] = r->idx[i];

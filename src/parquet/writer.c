@@ -114,22 +114,6 @@ static int broken(cp_pq_writer *w, int st, const char *what)
     return st;
 }
 
-/* Grows an array to hold need elements (doubling). */
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return CP_OK;
-    size_t n = *cap ? *cap : 1024;
-    while (n < need) {
-        if (n > SIZE_MAX / 2 / elem) return CP_ENOMEM;
-        n *= 2;
-    }
-    void *p = realloc(*arr, n * elem);
-    if (!p) return CP_ENOMEM;
-    *arr = p;
-    *cap = n;
-    return CP_OK;
-}
-
 /* ---- setup ------------------------------------------------------------------------------ */
 
 static wleaf *add_leaf(cp_pq_writer *w, int ptype, int max_def, int max_rep, int dict, const char *name)
@@ -334,14 +318,14 @@ static inline int put_levels(wleaf *l, int rep, int def)
 
 static inline int put_int(wleaf *l, int64_t v)
 {
-    if (l->niv == l->civ && grow((void **)&l->iv, &l->civ, l->niv + 1, sizeof *l->iv) != CP_OK) return CP_ENOMEM;
+    if (l->niv == l->civ && cp_grow((void **)&l->iv, &l->civ, l->niv + 1, sizeof *l->iv, 1024) != CP_OK) return CP_ENOMEM;
     l->iv[l->niv++] = v;
     return CP_OK;
 }
 
 static inline int put_bytes(wleaf *l, const uint8_t *p, size_t n)
 {
-    if (l->nb == l->cb && grow((void **)&l->blen, &l->cb, l->nb + 1, sizeof *l->blen) != CP_OK) return CP_ENOMEM;
+    if (l->nb == l->cb && cp_grow((void **)&l->blen, &l->cb, l->nb + 1, sizeof *l->blen, 1024) != CP_OK) return CP_ENOMEM;
     if (cp_buf_append(&l->bdata, p, n) != CP_OK) return CP_ENOMEM;
     l->blen[l->nb++] = (uint32_t)n;
     return CP_OK;
@@ -405,7 +389,7 @@ static int mark_pages(cp_pq_writer *w)
 {
     for (size_t i = 0; i < w->nleaves; i++) {
         wleaf *l = &w->leaves[i];
-        if (grow((void **)&l->pages, &l->cpages, 2 * (l->npages + 1), sizeof *l->pages) != CP_OK) return CP_ENOMEM;
+        if (cp_grow((void **)&l->pages, &l->cpages, 2 * (l->npages + 1), sizeof *l->pages, 1024) != CP_OK) return CP_ENOMEM;
         l->pages[2 * l->npages] = l->nentries;
         l->pages[2 * l->npages + 1] = l->ptype == PQ_BYTE_ARRAY ? l->nb : l->niv;
         l->npages++;
@@ -579,7 +563,7 @@ static int dict_start(wdict *d, size_t nvals)
 {
     d->n = 0;
     d->bytes = 0;
-    if (grow((void **)&d->idx, &d->cidx, nvals, sizeof *d->idx) != CP_OK) return CP_ENOMEM;
+    if (cp_grow((void **)&d->idx, &d->cidx, nvals, sizeof *d->idx, 1024) != CP_OK) return CP_ENOMEM;
     if (!d->slots && dict_rehash(d, 4096) != CP_OK) return CP_ENOMEM;
     memset(d->slots, 0, d->nslots * sizeof *d->slots);
     return CP_OK;
@@ -827,8 +811,8 @@ static void leaf_reset(wleaf *l)
 static int flush_row_group(cp_pq_writer *w)
 {
     if (w->rg_rows == 0) return CP_OK;
-    if (grow((void **)&w->rgs, &w->crgs, w->nrgs + 1, sizeof *w->rgs) != CP_OK ||
-        grow((void **)&w->chunks, &w->cchunks, w->nchunks + w->nleaves, sizeof *w->chunks) != CP_OK)
+    if (cp_grow((void **)&w->rgs, &w->crgs, w->nrgs + 1, sizeof *w->rgs, 1024) != CP_OK ||
+        cp_grow((void **)&w->chunks, &w->cchunks, w->nchunks + w->nleaves, sizeof *w->chunks, 1024) != CP_OK)
         return broken(w, CP_ENOMEM, "row group");
     wrg *g = &w->rgs[w->nrgs];
     memset(g, 0, sizeof *g);

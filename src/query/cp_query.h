@@ -55,6 +55,10 @@ size_t cp_search_required_params(const cp_search *q,
                                  void (*fn)(void *ud, const char *name, size_t nlen, const char *val, size_t vlen),
                                  void *ud);
 
+/* 1 if the lowercased needle nd[0..nn) occurs in h[0..hn), ASCII letters compared
+ * case-insensitively (the search's substring test; SSE2 where available). */
+int cp_ci_contains(const char *h, size_t hn, const char *nd, size_t nn);
+
 /* 1 if the call matches, 0 if not. Never allocates. Thread-safe for a shared q. */
 int cp_search_match(const cp_search *q, const cp_call_view *v);
 

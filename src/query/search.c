@@ -80,7 +80,7 @@ static inline unsigned char probe_mask(unsigned char c) { return (unsigned char)
  * Candidates are filtered on two bytes at once, the needle's first and last (a pair
  * is far rarer than one byte: "s" is everywhere, "s...m" 6 bytes apart is not), 16
  * start positions per step with SSE2, then checked in full. */
-static int ci_contains(const char *h, size_t hn, const char *nd, size_t nn)
+int cp_ci_contains(const char *h, size_t hn, const char *nd, size_t nn)
 {
     if (nn == 0) return 1;
     if (nn > hn) return 0;
@@ -229,7 +229,7 @@ static __attribute__((noinline)) int esc_contains(const js_str *s, const char *n
     const char *p = s->p, *end = s->p + s->n;
     while (p < end) {
         while (p < end && len + 4 <= sizeof win) len += js_next(&p, end, (unsigned char *)win + len);
-        if (ci_contains(win, len, nd, nn)) return 1;
+        if (cp_ci_contains(win, len, nd, nn)) return 1;
         size_t keep = nn == 0 ? 0 : nn - 1 < len ? nn - 1 : len;
         memmove(win, win + len - keep, keep);
         len = keep;
@@ -239,7 +239,7 @@ static __attribute__((noinline)) int esc_contains(const js_str *s, const char *n
 
 static int str_contains(const js_str *s, const char *nd, size_t nn)
 {
-    return s->esc ? esc_contains(s, nd, nn) : ci_contains(s->p, s->n, nd, nn);
+    return s->esc ? esc_contains(s, nd, nn) : cp_ci_contains(s->p, s->n, nd, nn);
 }
 
 /* Param name == lowercased name (case-insensitive equality, streaming over escapes). */
@@ -319,7 +319,7 @@ static int params_term_hits(const search_term *t, row_ctx *r)
 {
     const cp_call_view *v = r->v;
     if (!v->params_json || v->params_json_len == 0) return 0;
-    int raw_hit = ci_contains(v->params_json, v->params_json_len, t->needle, t->nlen);
+    int raw_hit = cp_ci_contains(v->params_json, v->params_json_len, t->needle, t->nlen);
     if (r->json_esc < 0) r->json_esc = memchr(v->params_json, '\\', v->params_json_len) != NULL;
     /* without escapes every string is a verbatim slice of the text: no raw hit, no hit */
     if (!raw_hit && !r->json_esc) return 0;
@@ -330,11 +330,11 @@ static int term_hits(const search_term *t, row_ctx *r)
 {
     const cp_call_view *v = r->v;
     switch (t->kind) {
-    case TERM_METHOD: return ci_contains(v->method ? v->method : "", v->method_len, t->needle, t->nlen);
-    case TERM_POD: return ci_contains(v->pod ? v->pod : "", v->pod_len, t->needle, t->nlen);
+    case TERM_METHOD: return cp_ci_contains(v->method ? v->method : "", v->method_len, t->needle, t->nlen);
+    case TERM_POD: return cp_ci_contains(v->pod ? v->pod : "", v->pod_len, t->needle, t->nlen);
     case TERM_ANY:
-        if (ci_contains(v->method ? v->method : "", v->method_len, t->needle, t->nlen)) return 1;
-        if (ci_contains(v->pod ? v->pod : "", v->pod_len, t->needle, t->nlen)) return 1;
+        if (cp_ci_contains(v->method ? v->method : "", v->method_len, t->needle, t->nlen)) return 1;
+        if (cp_ci_contains(v->pod ? v->pod : "", v->pod_len, t->needle, t->nlen)) return 1;
         /* fallthrough */
     default:
         return params_term_hits(t, r);

@@ -50,18 +50,6 @@ void cp_sync_free(cp_server *s)
     for (int i = 0; i < 2; i++) batch_release(&s->batches[i]);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return CP_OK;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < need) n *= 2;
-    void *p = realloc(*arr, n * elem);
-    if (!p) return CP_ENOMEM;
-    *arr = p;
-    *cap = n;
-    return CP_OK;
-}
-
 int cp_conn_has_unsynced(const cp_conn *c)
 {
     if (c->restart.unsynced_dirs.len) return 1;
@@ -74,9 +62,9 @@ int cp_conn_has_unsynced(const cp_conn *c)
 static int batch_reserve(cp_sync_batch *b)
 {
     size_t need = b->nfds + CP_STREAM_KIND_COUNT;
-    if (grow((void **)&b->members, &b->cap_members, b->nmembers + 1, sizeof *b->members) != CP_OK ||
-        grow((void **)&b->fds, &b->cap_fds, need, sizeof *b->fds) != CP_OK ||
-        grow((void **)&b->files, &b->cap_files, need, sizeof *b->files) != CP_OK)
+    if (cp_grow((void **)&b->members, &b->cap_members, b->nmembers + 1, sizeof *b->members, 16) != CP_OK ||
+        cp_grow((void **)&b->fds, &b->cap_fds, need, sizeof *b->fds, 16) != CP_OK ||
+        cp_grow((void **)&b->files, &b->cap_files, need, sizeof *b->files, 16) != CP_OK)
         return CP_ENOMEM;
     return CP_OK;
 }

@@ -89,18 +89,6 @@ void cp_cold_rowbuf_free(cp_cold_rowbuf *rb)
     free(rb);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return CP_OK;
-    size_t n = *cap ? *cap * 2 : 16;
-    while (n < need) n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q) return CP_ENOMEM;
-    *p = q;
-    *cap = n;
-    return CP_OK;
-}
-
 static int rb_text(cp_cold_rowbuf *rb, const char *p, size_t n, size_t *off)
 {
     *off = rb->text.len;
@@ -110,7 +98,7 @@ static int rb_text(cp_cold_rowbuf *rb, const char *p, size_t n, size_t *off)
 static int rb_on_name(void *ud, const char *name, size_t nlen)
 {
     cp_cold_rowbuf *rb = ud;
-    if (grow((void **)&rb->ent, &rb->capent, rb->nent + 1, sizeof *rb->ent) != CP_OK) return CP_ENOMEM;
+    if (cp_grow((void **)&rb->ent, &rb->capent, rb->nent + 1, sizeof *rb->ent, 16) != CP_OK) return CP_ENOMEM;
     rb_entry *e = &rb->ent[rb->nent++];
     e->key_len = nlen;
     e->first_val = rb->nval;
@@ -123,7 +111,7 @@ static int rb_on_value(void *ud, const char *name, size_t nlen, const char *val,
     (void)name;
     (void)nlen;
     cp_cold_rowbuf *rb = ud;
-    if (grow((void **)&rb->val, &rb->capval, rb->nval + 1, sizeof *rb->val) != CP_OK) return CP_ENOMEM;
+    if (cp_grow((void **)&rb->val, &rb->capval, rb->nval + 1, sizeof *rb->val, 16) != CP_OK) return CP_ENOMEM;
     rb_val *v = &rb->val[rb->nval++];
     v->len = vlen;
     rb->ent[rb->nent - 1].nvals++;
@@ -136,8 +124,8 @@ static int rb_params(cp_cold_rowbuf *rb, const cp_call *c, cp_pq_value *v)
     rb->nent = rb->nval = 0;
     int st = cp_params_walk(c->params_json, c->params_json_len, rb_on_name, rb_on_value, rb);
     if (st != CP_OK) return st < 0 ? st : CP_ENOMEM;
-    if (grow((void **)&rb->map, &rb->capmap, rb->nent, sizeof *rb->map) != CP_OK ||
-        grow((void **)&rb->bytes, &rb->capbytes, rb->nval, sizeof *rb->bytes) != CP_OK)
+    if (cp_grow((void **)&rb->map, &rb->capmap, rb->nent, sizeof *rb->map, 16) != CP_OK ||
+        cp_grow((void **)&rb->bytes, &rb->capbytes, rb->nval, sizeof *rb->bytes, 16) != CP_OK)
         return CP_ENOMEM;
     const uint8_t *t = rb->text.data;
     for (size_t i = 0; i < rb->nval; i++) rb->bytes[i] = (cp_pq_bytes){t + rb->val[i].off, rb->val[i].len};

@@ -35,6 +35,7 @@
 #define FILE_MAX_SERVICES 256
 #define INDEX_COMMIT_EVERY 5000
 #define CLAIM_RETRIES 50                  /* x 200 ms while a claim is contended */
+#define PARAM_SLOTS (2 * INDEX_MAX_PARAMS)  /* power of two */
 
 /* ---- one output file ---------------------------------------------------------------------- */
 
@@ -69,6 +70,7 @@ typedef struct compactor {
     char *dir;                            /* tmp_dir/<claim> */
     char *params[INDEX_MAX_PARAMS];       /* indexed param names */
     size_t nparams;
+    uint16_t param_slot[PARAM_SLOTS];     /* open addressing on the names: index + 1, 0 = empty */
     out_file *files;
     size_t nfiles, capfiles;
     /* the file being written */
@@ -160,13 +162,33 @@ static int ix_add(out_file *f, size_t param, const char *v, size_t n)
     return cp_buf_append(&f->ix_text, v, n);
 }
 
-static int on_param_value(void *ud, const char *name, size_t nlen, const char *val, size_t vlen)
+static size_t param_hash(const char *name, size_t len)
 {
-    compactor *k = ud;
-    for (size_t i = 0; i < k->nparams; i++)
-        if (strlen(k->params[i]) == nlen && !memcmp(k->params[i], name, nlen))
-            return ix_add(k->cur, i, val, vlen) != CP_OK ? CP_ENOMEM : 0;
-    return 0;
+    return (size_t)cp_fnv64(CP_FNV_SEED, name, len) & (PARAM_SLOTS - 1);
+}
+
+/* Index of an indexed param name, or -1 (every value of every call asks: a hash, not a
+ * scan of the names). */
+static int param_find(const compactor *k, const uint8_t *name, size_t len)
+{
+    for (size_t i = param_hash((const char *)name, len);; i = (i + 1) & (PARAM_SLOTS - 1)) {
+        uint16_t v = k->param_slot[i];
+        if (!v) return -1;
+        const char *p = k->params[v - 1];
+        if (strlen(p) == len && !memcmp(p, name, len)) return v - 1;
+    }
+}
+
+/* The call's values of indexed params, from the row's already parsed params map. */
+static int index_row(compactor *k, const cp_pq_value *params)
+{
+    for (size_t i = 0; i < params->nmap; i++) {
+        const cp_pq_map_entry *e = &params->map[i];
+        int pi = param_find(k, e->key.p, e->key.len);
+        for (size_t j = 0; pi >= 0 && j < e->nvalues; j++)
+            if (ix_add(k->cur, (size_t)pi, (const char *)e->values[j].p, e->values[j].len) != CP_OK) return CP_ENOMEM;
+    }
+    return CP_OK;
 }
 
 /* ---- writing files -------------------------------------------------------------------- */
@@ -302,10 +324,7 @@ static int on_call(void *ud, const cp_call *c)
     if (c->ts_ms < f->min_ts) f->min_ts = c->ts_ms;
     if (c->ts_ms > f->max_ts) f->max_ts = c->ts_ms;
     st = note_service(k, c);
-    if (st == CP_OK && k->nparams) {
-        int r = cp_params_each(c->params_json, c->params_json_len, on_param_value, k);
-        st = r == CP_ENOMEM ? CP_ENOMEM : CP_OK; /* bad JSON was already refused above */
-    }
+    if (st == CP_OK && k->nparams) st = index_row(k, &row[CP_COLD_C_PARAMS]);
     return st;
 }
 
@@ -317,7 +336,9 @@ static int load_param(void *ud, const char *name)
     if (k->nparams == INDEX_MAX_PARAMS) return 0;
     k->params[k->nparams] = strdup(name);
     if (!k->params[k->nparams]) return CP_ENOMEM;
-    k->nparams++;
+    size_t i = param_hash(name, strlen(name));
+    while (k->param_slot[i]) i = (i + 1) & (PARAM_SLOTS - 1);
+    k->param_slot[i] = (uint16_t)++k->nparams;
     return 0;
 }
 

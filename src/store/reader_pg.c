@@ -37,6 +37,7 @@
  * they are spliced into SQL text. Cursor declarations carry a per-search name and go
  * through PQexecParams (their query is planned at DECLARE time anyway).
  */
+#include "query/cp_query.h"
 #include "cp_hot.h"
 #include "hot_internal.h"
 #include "reader_internal.h"
@@ -499,19 +500,6 @@ static int cur_less(void *ud, size_t a, size_t b)
     return cp_rowkey_cmp(&s->cur[a].key, &s->cur[b].key, s->text, s->f->desc) < 0;
 }
 
-/* Case-insensitive (ASCII) substring test; n is already folded. */
-static int ci_contains(const char *h, size_t hn, const char *n, size_t nn)
-{
-    if (nn == 0) return 1;
-    const unsigned char *hp = (const unsigned char *)h, *np = (const unsigned char *)n;
-    for (size_t i = 0; i + nn <= hn; i++) {
-        if (cp_rd_fold(hp[i]) != np[0]) continue;
-        size_t k = 1;
-        while (k < nn && cp_rd_fold(hp[i + k]) == np[k]) k++;
-        if (k == nn) return 1;
-    }
-    return 0;
-}
 
 /* The C side of the filter for the cursor's current row (counted against max_scan). 1
  * keep, 0 drop, -1 the budget is spent. */
@@ -521,7 +509,7 @@ static int row_filter(pg_search *s, const pg_cursor *c)
     s->scanned++;
     cp_call_view v;
     v.method = val_text(c->res, c->row, C_METHOD, &v.method_len);
-    if (s->needle && !s->needle_in_sql && !ci_contains(v.method, v.method_len, s->needle, s->needle_len)) return 0;
+    if (s->needle && !s->needle_in_sql && !cp_ci_contains(v.method, v.method_len, s->needle, s->needle_len)) return 0;
     if (!s->f->match) return 1;
     v.pod = val_text(c->res, c->row, C_POD, &v.pod_len);
     v.params_json = val_text(c->res, c->row, C_PARAMS, &v.params_json_len);

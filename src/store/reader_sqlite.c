@@ -22,6 +22,7 @@
  * Bounds: at most RD_MAX_WINDOWS windows per search, limit at most RD_MAX_LIMIT, RD_CACHE
  * prepared statements kept per reader.
  */
+#include "query/cp_query.h"
 #include "cp_hot.h"
 #include "hot_internal.h"
 #include "reader_internal.h"
@@ -231,21 +232,6 @@ typedef struct rd_match {
     int over;           /* max_scan reached: the query was stopped */
 } rd_match;
 
-static unsigned char fold(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }
-
-/* Case-insensitive (ASCII) substring test; n is already folded. */
-static int ci_contains(const char *h, size_t hn, const char *n, size_t nn)
-{
-    if (nn == 0) return 1;
-    const unsigned char *hp = (const unsigned char *)h, *np = (const unsigned char *)n;
-    for (size_t i = 0; i + nn <= hn; i++) {
-        if (fold(hp[i]) != np[0]) continue;
-        size_t k = 1;
-        while (k < nn && fold(hp[i + k]) == np[k]) k++;
-        if (k == nn) return 1;
-    }
-    return 0;
-}
 
 /* cp_match(ctx, method_name, pod_name, params): counts the row against max_scan (an error
  * stops the query when over), then the method substring, then the caller's predicate. */
@@ -267,7 +253,7 @@ static void fn_match(sqlite3_context *cx, int argc, sqlite3_value **argv)
     v.method = (const char *)sqlite3_value_text(argv[1]);
     v.method_len = (size_t)sqlite3_value_bytes(argv[1]);
     if (!v.method) v.method = "";
-    if (m->needle && !ci_contains(v.method, v.method_len, m->needle, m->needle_len)) {
+    if (m->needle && !cp_ci_contains(v.method, v.method_len, m->needle, m->needle_len)) {
         sqlite3_result_int(cx, 0);
         return;
     }
@@ -558,9 +544,7 @@ static int search_setup(rd_search *s, const cp_call_filter *f, int *empty)
     s->m.max_scan = f->max_scan;
     if (f->method_substr) {
         size_t n = strlen(f->method_substr);
-        cp_buf_reset(&r->needle);
-        if (cp_buf_reserve(&r->needle, n + 1) != CP_OK) return rd_oom(r);
-        for (size_t i = 0; i < n; i++) r->needle.data[i] = fold((unsigned char)f->method_substr[i]);
+        if (cp_rd_fold_into(&r->needle, f->method_substr, n) != CP_OK) return rd_oom(r);
         s->m.needle = (const char *)r->needle.data;
         s->m.needle_len = n;
     }

@@ -40,6 +40,8 @@
  * A listed object that no longer exists (retention deleted it after the listing) is
  * skipped; any other failure to read a file fails the operation.
  */
+#include "reader_internal.h"
+#include "query/cp_query.h"
 #include "cp_cold.h"
 
 #include <dirent.h>
@@ -904,21 +906,6 @@ static int rows_call(tiered_reader *tr, tr_open *o, size_t i, int json, cp_call 
 
 /* ---- the cold search ------------------------------------------------------------------------ */
 
-static unsigned char fold(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }
-
-/* Case-insensitive (ASCII) substring test; n is already folded. */
-static int ci_contains(const char *h, size_t hn, const char *n, size_t nn)
-{
-    if (nn == 0) return 1;
-    const unsigned char *hp = (const unsigned char *)h, *np = (const unsigned char *)n;
-    for (size_t i = 0; i + nn <= hn; i++) {
-        if (fold(hp[i]) != np[0]) continue;
-        size_t k = 1;
-        while (k < nn && fold(hp[i + k]) == np[k]) k++;
-        if (k == nn) return 1;
-    }
-    return 0;
-}
 
 static int str_eq(const char *a, size_t al, const char *b, size_t bl) { return al == bl && !memcmp(a, b, al); }
 
@@ -958,7 +945,7 @@ static int row_wanted(tr_search *s, const cp_call *c, uint64_t h)
         s->budget--;
     }
     s->scanned++;
-    if (s->needle && !ci_contains(c->method, c->method_len, s->needle, s->needle_len)) return 0;
+    if (s->needle && !cp_ci_contains(c->method, c->method_len, s->needle, s->needle_len)) return 0;
     if (f->match) {
         cp_call_view v = {c->method, c->method_len, c->pod, c->pod_len, c->params_json, c->params_json_len};
         if (!f->match(f->match_ud, &v)) return 0;
@@ -1141,9 +1128,7 @@ static int search_setup(tiered_reader *tr, tr_search *s, const cp_call_filter *f
     }
     if (f->method_substr) {
         size_t n = strlen(f->method_substr);
-        cp_buf_reset(&tr->needle);
-        if (cp_buf_reserve(&tr->needle, n + 1) != CP_OK) return tr_oom(tr);
-        for (size_t i = 0; i < n; i++) tr->needle.data[i] = fold((unsigned char)f->method_substr[i]);
+        if (cp_rd_fold_into(&tr->needle, f->method_substr, n) != CP_OK) return tr_oom(tr);
         s->needle = (const char *)tr->needle.data;
         s->needle_len = n;
     }
