@@ -4,6 +4,7 @@
  * without a "file://" scheme (ostore_dir.c). */
 #include "store/ostore_internal.h"
 
+#include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -180,4 +181,13 @@ int cp_ostore_tmp_commit(int fd, char *tmp, const char *path, const char *dir)
     free(tmp);
     /* the rename is durable only once the directory is */
     return cp_fsync_dir(dir);
+}
+
+int cp_ostore_fail(char *err, size_t errlen, int st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (errlen) vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return st;
 }

@@ -36,15 +36,6 @@ static dir_store *DS(cp_ostore *s) { return (dir_store *)s; }
 
 /* ---- errors and paths ------------------------------------------------------------ */
 
-static int fail(char *err, size_t errlen, int st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 /* "<op> <root>/<key>: <strerror(errno)>" with the status for that errno. */
 static int fail_errno(dir_store *d, char *err, size_t errlen, const char *op, const char *key)
@@ -53,13 +44,13 @@ static int fail_errno(dir_store *d, char *err, size_t errlen, const char *op, co
     char eb[128];
     int st = (e == ENOENT || e == ENOTDIR) ? CP_ENOTFOUND : CP_EIO;
     if (e == ENOMEM) st = CP_ENOMEM;
-    return fail(err, errlen, st, "%s %s/%s: %s", op, d->root, key, cp_ostore_errno_str(e, eb, sizeof eb));
+    return cp_ostore_fail(err, errlen, st, "%s %s/%s: %s", op, d->root, key, cp_ostore_errno_str(e, eb, sizeof eb));
 }
 
 static int check_key(const char *op, const char *key, char *err, size_t errlen)
 {
     if (cp_ostore_key_ok(key)) return CP_OK;
-    return fail(err, errlen, CP_EINVAL, "%s: invalid object key \"%.64s\" (want [A-Za-z0-9._-/], no empty, . or .. "
+    return cp_ostore_fail(err, errlen, CP_EINVAL, "%s: invalid object key \"%.64s\" (want [A-Za-z0-9._-/], no empty, . or .. "
                 "component, at most %d bytes)", op, key ? key : "(null)", CP_OSTORE_MAX_KEY);
 }
 
@@ -170,7 +161,7 @@ static int tmp_begin(dir_store *d, const char *op, const char *key, dir_tmp *t, 
     t->dir = t->path ? parent_of(t->path) : NULL;
     if (!t->path || !t->dir) {
         tmp_free(t);
-        return fail(err, errlen, CP_ENOMEM, "%s %s: out of memory", op, key);
+        return cp_ostore_fail(err, errlen, CP_ENOMEM, "%s %s: out of memory", op, key);
     }
     for (int attempt = 0;; attempt++) {
         int st = make_parents(d, key, &t->created);
@@ -180,7 +171,7 @@ static int tmp_begin(dir_store *d, const char *op, const char *key, dir_tmp *t, 
             char eb[128];
             int e = errno;
             tmp_free(t);
-            return fail(err, errlen, st == CP_ENOMEM ? st : CP_EIO, "%s %s/%s: cannot create a temporary file: %s",
+            return cp_ostore_fail(err, errlen, st == CP_ENOMEM ? st : CP_EIO, "%s %s/%s: cannot create a temporary file: %s",
                         op, d->root, key, cp_ostore_errno_str(e, eb, sizeof eb));
         }
     }
@@ -257,7 +248,7 @@ static int dir_put_file(cp_ostore *s, const char *key, const char *path, char *e
     int in = open(path, O_RDONLY | O_CLOEXEC);
     if (in < 0) {
         int e = errno;
-        return fail(err, errlen, CP_EIO, "put_file %s: cannot open %s: %s", key, path,
+        return cp_ostore_fail(err, errlen, CP_EIO, "put_file %s: cannot open %s: %s", key, path,
                     cp_ostore_errno_str(e, eb, sizeof eb));
     }
     dir_tmp t;
@@ -266,7 +257,7 @@ static int dir_put_file(cp_ostore *s, const char *key, const char *path, char *e
         st = copy_fd(in, t.fd);
         if (st != CP_OK) {
             int e = errno;
-            fail(err, errlen, st, "put_file %s/%s from %s: %s", d->root, key, path,
+            cp_ostore_fail(err, errlen, st, "put_file %s/%s from %s: %s", d->root, key, path,
                  cp_ostore_errno_str(e, eb, sizeof eb));
             tmp_abort(d, &t);
         } else {
@@ -284,16 +275,16 @@ static int dir_put_stream(cp_ostore *s, const char *key, long (*rd)(void *ud, vo
     int st = check_key("put_stream", key, err, errlen);
     if (st != CP_OK) return st;
     char *buf = malloc(COPY_BUF);
-    if (!buf) return fail(err, errlen, CP_ENOMEM, "put_stream %s: out of memory", key);
+    if (!buf) return cp_ostore_fail(err, errlen, CP_ENOMEM, "put_stream %s: out of memory", key);
     dir_tmp t;
     st = tmp_begin(d, "put_stream", key, &t, err, errlen);
     while (st == CP_OK) {
         long r = rd(ud, buf, COPY_BUF);
         if (r == 0) break;
         if (r < 0) {
-            st = fail(err, errlen, CP_EABORT, "put_stream %s/%s: aborted by the reader", d->root, key);
+            st = cp_ostore_fail(err, errlen, CP_EABORT, "put_stream %s/%s: aborted by the reader", d->root, key);
         } else if ((size_t)r > COPY_BUF) {
-            st = fail(err, errlen, CP_EINVAL, "put_stream %s/%s: the reader returned %ld bytes for a %u-byte buffer",
+            st = cp_ostore_fail(err, errlen, CP_EINVAL, "put_stream %s/%s: the reader returned %ld bytes for a %u-byte buffer",
                       d->root, key, r, COPY_BUF);
         } else if (cp_write_all(t.fd, buf, (size_t)r) != CP_OK) {
             st = fail_errno(d, err, errlen, "put_stream", key);
@@ -313,7 +304,7 @@ static int open_object(dir_store *d, const char *op, const char *key, int *fd, s
     int st = check_key(op, key, err, errlen);
     if (st != CP_OK) return st;
     char *p = key_path(d, key);
-    if (!p) return fail(err, errlen, CP_ENOMEM, "%s %s: out of memory", op, key);
+    if (!p) return cp_ostore_fail(err, errlen, CP_ENOMEM, "%s %s: out of memory", op, key);
     *fd = open(p, O_RDONLY | O_CLOEXEC);
     free(p);
     if (*fd < 0) return fail_errno(d, err, errlen, op, key);
@@ -324,7 +315,7 @@ static int open_object(dir_store *d, const char *op, const char *key, int *fd, s
     }
     if (!S_ISREG(sb->st_mode)) {
         close(*fd);
-        return fail(err, errlen, CP_ENOTFOUND, "%s %s/%s: not an object (a directory or a special file)", op, d->root,
+        return cp_ostore_fail(err, errlen, CP_ENOTFOUND, "%s %s/%s: not an object (a directory or a special file)", op, d->root,
                     key);
     }
     return CP_OK;
@@ -336,13 +327,13 @@ static int dir_size(cp_ostore *s, const char *key, uint64_t *size, char *err, si
     int st = check_key("size", key, err, errlen);
     if (st != CP_OK) return st;
     char *p = key_path(d, key);
-    if (!p) return fail(err, errlen, CP_ENOMEM, "size %s: out of memory", key);
+    if (!p) return cp_ostore_fail(err, errlen, CP_ENOMEM, "size %s: out of memory", key);
     struct stat sb;
     int r = stat(p, &sb);
     free(p);
     if (r != 0) return fail_errno(d, err, errlen, "size", key);
     if (!S_ISREG(sb.st_mode))
-        return fail(err, errlen, CP_ENOTFOUND, "size %s/%s: not an object (a directory or a special file)", d->root, key);
+        return cp_ostore_fail(err, errlen, CP_ENOTFOUND, "size %s/%s: not an object (a directory or a special file)", d->root, key);
     *size = (uint64_t)sb.st_size;
     return CP_OK;
 }
@@ -359,7 +350,7 @@ static int dir_read(cp_ostore *s, const char *key, void *dst, size_t n, uint64_t
         st = fail_errno(d, err, errlen, "read", key);
         if (st == CP_ENOTFOUND) st = CP_EIO;
     } else if ((size_t)got < n || offset > (uint64_t)sb.st_size) {
-        st = fail(err, errlen, CP_ECORRUPT, "read %s/%s: wanted %zu bytes at %llu, the object has %lld", d->root, key,
+        st = cp_ostore_fail(err, errlen, CP_ECORRUPT, "read %s/%s: wanted %zu bytes at %llu, the object has %lld", d->root, key,
                   n, (unsigned long long)offset, (long long)sb.st_size);
     }
     close(fd);
@@ -377,19 +368,19 @@ static int dir_get_file(cp_ostore *s, const char *key, const char *path, char *e
     char *dir = parent_of(path), *tmp = NULL;
     int out = -1;
     if (!dir) {
-        st = fail(err, errlen, CP_ENOMEM, "get_file %s: out of memory", key);
+        st = cp_ostore_fail(err, errlen, CP_ENOMEM, "get_file %s: out of memory", key);
     } else if (cp_ostore_tmp_create(dir, &tmp, &out) != CP_OK) {
         int e = errno;
-        st = fail(err, errlen, CP_EIO, "get_file %s: cannot create a temporary file in %s: %s", key, dir,
+        st = cp_ostore_fail(err, errlen, CP_EIO, "get_file %s: cannot create a temporary file in %s: %s", key, dir,
                   cp_ostore_errno_str(e, eb, sizeof eb));
     } else if (copy_fd(in, out) != CP_OK) {
         int e = errno;
-        st = fail(err, errlen, CP_EIO, "get_file %s/%s to %s: %s", d->root, key, path,
+        st = cp_ostore_fail(err, errlen, CP_EIO, "get_file %s/%s to %s: %s", d->root, key, path,
                   cp_ostore_errno_str(e, eb, sizeof eb));
         cp_ostore_tmp_discard(out, tmp);
     } else if (cp_ostore_tmp_commit(out, tmp, path, dir) != CP_OK) {
         int e = errno;
-        st = fail(err, errlen, CP_EIO, "get_file %s: cannot write %s: %s", key, path,
+        st = cp_ostore_fail(err, errlen, CP_EIO, "get_file %s: cannot write %s: %s", key, path,
                   cp_ostore_errno_str(e, eb, sizeof eb));
     }
     free(dir);
@@ -406,7 +397,7 @@ static int dir_del(cp_ostore *s, const char *key, char *err, size_t errlen)
     char *dir = p ? parent_of(p) : NULL;
     if (!p || !dir) {
         free(p);
-        return fail(err, errlen, CP_ENOMEM, "del %s: out of memory", key);
+        return cp_ostore_fail(err, errlen, CP_ENOMEM, "del %s: out of memory", key);
     }
     if (unlink(p) != 0) {
         /* a missing key (or a "directory" key, which is no object) is not an error */
@@ -543,7 +534,7 @@ static int walk_dir(walk *w)
     if (st != CP_OK) {
         char eb[128];
         int e = errno;
-        return fail(w->err, w->errlen, st, "list %s: %s", (char *)w->path.data, cp_ostore_errno_str(e, eb, sizeof eb));
+        return cp_ostore_fail(w->err, w->errlen, st, "list %s: %s", (char *)w->path.data, cp_ostore_errno_str(e, eb, sizeof eb));
     }
     w->filter = NULL; /* the filter applies to the first level only */
     size_t klen = w->key.len, plen = w->path.len;
@@ -555,18 +546,18 @@ static int walk_dir(walk *w)
         w->path.len = plen - 1; /* drop the NUL */
         if (cp_buf_append(&w->key, v[i].name, nl) != CP_OK || cp_buf_printf(&w->path, "/%s", v[i].name) != CP_OK ||
             cp_buf_putc(&w->path, 0) != CP_OK) {
-            st = fail(w->err, w->errlen, CP_ENOMEM, "list: out of memory");
+            st = cp_ostore_fail(w->err, w->errlen, CP_ENOMEM, "list: out of memory");
             break;
         }
         if (v[i].is_dir) {
             if (cp_buf_putc(&w->key, '/') != CP_OK) {
-                st = fail(w->err, w->errlen, CP_ENOMEM, "list: out of memory");
+                st = cp_ostore_fail(w->err, w->errlen, CP_ENOMEM, "list: out of memory");
                 break;
             }
             st = walk_dir(w);
         } else {
             if (cp_buf_putc(&w->key, 0) != CP_OK) {
-                st = fail(w->err, w->errlen, CP_ENOMEM, "list: out of memory");
+                st = cp_ostore_fail(w->err, w->errlen, CP_ENOMEM, "list: out of memory");
                 break;
             }
             cp_ostore_item it = {.key = (const char *)w->key.data, .size = v[i].size};
@@ -586,7 +577,7 @@ static int dir_list(cp_ostore *s, const char *prefix, int (*fn)(void *ud, const 
     dir_store *d = DS(s);
     if (!prefix) prefix = "";
     if (!cp_ostore_prefix_ok(prefix))
-        return fail(err, errlen, CP_EINVAL, "list: invalid prefix \"%.64s\" (the characters of a key, no empty, . or "
+        return cp_ostore_fail(err, errlen, CP_EINVAL, "list: invalid prefix \"%.64s\" (the characters of a key, no empty, . or "
                     ".. directory)", prefix);
     /* start in the deepest directory the prefix names ("a/b/" of "a/b/c"); the rest
      * ("c") filters that directory's entries */
@@ -599,7 +590,7 @@ static int dir_list(cp_ostore *s, const char *prefix, int (*fn)(void *ud, const 
     if (cp_buf_append(&w.key, prefix, dlen) != CP_OK || cp_buf_puts(&w.path, d->root) != CP_OK ||
         (dlen && (cp_buf_putc(&w.path, '/') != CP_OK || cp_buf_append(&w.path, prefix, dlen - 1) != CP_OK)) ||
         cp_buf_putc(&w.path, 0) != CP_OK) {
-        st = fail(err, errlen, CP_ENOMEM, "list: out of memory");
+        st = cp_ostore_fail(err, errlen, CP_ENOMEM, "list: out of memory");
     } else {
         st = walk_dir(&w);
     }
@@ -640,7 +631,7 @@ int cp_ostore_dir_open(const char *root, cp_ostore **out, char *err, size_t errl
     char eb[128];
     if (cp_mkdirs(root, 0755) != CP_OK) {
         int e = errno;
-        return fail(err, errlen, CP_EIO, "object store %s: cannot create the directory: %s", root,
+        return cp_ostore_fail(err, errlen, CP_EIO, "object store %s: cannot create the directory: %s", root,
                     cp_ostore_errno_str(e, eb, sizeof eb));
     }
     char *abs = realpath(root, NULL);
@@ -648,13 +639,13 @@ int cp_ostore_dir_open(const char *root, cp_ostore **out, char *err, size_t errl
     if (!abs || stat(abs, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         int e = abs ? ENOTDIR : errno;
         free(abs);
-        return fail(err, errlen, CP_EIO, "object store %s: not a usable directory: %s", root,
+        return cp_ostore_fail(err, errlen, CP_EIO, "object store %s: not a usable directory: %s", root,
                     cp_ostore_errno_str(e, eb, sizeof eb));
     }
     dir_store *d = calloc(1, sizeof *d);
     if (!d) {
         free(abs);
-        return fail(err, errlen, CP_ENOMEM, "object store %s: out of memory", root);
+        return cp_ostore_fail(err, errlen, CP_ENOMEM, "object store %s: out of memory", root);
     }
     d->base.ops = &dir_ops;
     d->root = abs;

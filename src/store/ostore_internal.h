@@ -17,6 +17,9 @@ int cp_ostore_s3_open(const cp_ostore_config *cfg, const char *bucket, const cha
  * CP_OSTORE_MAX_KEY bytes (it may end in '/' or in the middle of a component). */
 int cp_ostore_prefix_ok(const char *prefix);
 
+/* Formats the reason into err (when errlen > 0) and returns st. */
+int cp_ostore_fail(char *err, size_t errlen, int st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* ---- local temporary files ------------------------------------------------------ */
 
 /* Temporary files are named "<dir>/.cp-tmp~<16 hex>": '~' is not a key character, so a

@@ -83,15 +83,6 @@ typedef struct s3_store {
 
 static s3_store *S3(cp_ostore *s) { return (s3_store *)s; }
 
-static int fail(char *err, size_t errlen, int st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 /* ---- curl global init, once ---------------------------------------------------------- */
 
@@ -357,7 +348,7 @@ static int call_begin(s3_call *c, s3_store *s, char *err, size_t errlen)
     c->err = err;
     c->errlen = errlen;
     c->curl = curl_easy_init();
-    if (!c->curl) return fail(err, errlen, CP_ENOMEM, "s3: cannot create a curl handle");
+    if (!c->curl) return cp_ostore_fail(err, errlen, CP_ENOMEM, "s3: cannot create a curl handle");
     return CP_OK;
 }
 
@@ -684,14 +675,14 @@ static int s3_do(s3_call *c, s3_req *r)
         if (st != CP_OK) {
             char eb[128];
             int e = errno;
-            st = fail(c->err, c->errlen, st, "%s %s: cannot read the body: %s", r->method, (char *)name.data,
+            st = cp_ostore_fail(c->err, c->errlen, st, "%s %s: cannot read the body: %s", r->method, (char *)name.data,
                       cp_ostore_errno_str(e, eb, sizeof eb));
             goto out;
         }
     }
     if (st == CP_OK) st = req_setup(c, r, (char *)url.data, &hdrs, curl_err);
     if (st != CP_OK) {
-        st = fail(c->err, c->errlen, st, "%s %s: out of memory", r->method, name.len ? (char *)name.data : "s3");
+        st = cp_ostore_fail(c->err, c->errlen, st, "%s %s: out of memory", r->method, name.len ? (char *)name.data : "s3");
         goto out;
     }
     const char *nm = (const char *)name.data;
@@ -699,7 +690,7 @@ static int s3_do(s3_call *c, s3_req *r)
         if (req_reset_attempt(r) != CP_OK) {
             char eb[128];
             int e = errno;
-            st = fail(c->err, c->errlen, CP_EIO, "%s %s: cannot rewind the output file: %s", r->method, nm,
+            st = cp_ostore_fail(c->err, c->errlen, CP_EIO, "%s %s: cannot rewind the output file: %s", r->method, nm,
                       cp_ostore_errno_str(e, eb, sizeof eb));
             break;
         }
@@ -717,23 +708,23 @@ static int s3_do(s3_call *c, s3_req *r)
             char code[128], msg[256];
             error_code(&r->errbody, code, sizeof code, msg, sizeof msg);
             retry = r->status >= 500 || r->status == 429;
-            st = fail(c->err, c->errlen, http_status(r->status, code), "%s %s: %ld %s%s%s%s%s", r->method, nm,
+            st = cp_ostore_fail(c->err, c->errlen, http_status(r->status, code), "%s %s: %ld %s%s%s%s%s", r->method, nm,
                       r->status, code[0] ? code : "(no error code)", msg[0] ? " (" : "", msg, msg[0] ? ")" : "",
                       when);
         } else if (r->read_errno) {
             char eb[128];
-            st = fail(c->err, c->errlen, CP_EIO, "%s %s: reading the body: %s", r->method, nm,
+            st = cp_ostore_fail(c->err, c->errlen, CP_EIO, "%s %s: reading the body: %s", r->method, nm,
                       cp_ostore_errno_str(r->read_errno, eb, sizeof eb));
         } else if (r->write_errno) {
             char eb[128];
-            st = fail(c->err, c->errlen, CP_EIO, "%s %s: writing the answer: %s", r->method, nm,
+            st = cp_ostore_fail(c->err, c->errlen, CP_EIO, "%s %s: writing the answer: %s", r->method, nm,
                       cp_ostore_errno_str(r->write_errno, eb, sizeof eb));
         } else if (r->overflow) {
-            st = fail(c->err, c->errlen, CP_ELIMIT, "%s %s: the answer is larger than %llu bytes", r->method, nm,
+            st = cp_ostore_fail(c->err, c->errlen, CP_ELIMIT, "%s %s: the answer is larger than %llu bytes", r->method, nm,
                       (unsigned long long)MAX_XML_BODY);
         } else {
             retry = curl_retryable(rc);
-            st = fail(c->err, c->errlen, CP_EIO, "%s %s: %s: %s%s%s%s", r->method, nm, s->endpoint,
+            st = cp_ostore_fail(c->err, c->errlen, CP_EIO, "%s %s: %s: %s%s%s%s", r->method, nm, s->endpoint,
                       curl_easy_strerror(rc), curl_err[0] ? ": " : "", curl_err, when);
         }
         if (!retry || attempt >= s->retries) break;
@@ -753,7 +744,7 @@ out:
 static int check_key(const char *op, const char *key, char *err, size_t errlen)
 {
     if (cp_ostore_key_ok(key)) return CP_OK;
-    return fail(err, errlen, CP_EINVAL,
+    return cp_ostore_fail(err, errlen, CP_EINVAL,
                 "%s: invalid object key \"%.64s\" (want [A-Za-z0-9._-/], no empty, . or .. component, at most %d bytes)",
                 op, key ? key : "(null)", CP_OSTORE_MAX_KEY);
 }
@@ -796,7 +787,7 @@ static int mp_begin(mp_upload *m, s3_call *c, const char *key)
             m->upload_id = (char *)enc.data;
             cp_buf_init(&enc);
         } else if (st != CP_ENOMEM) {
-            st = fail(c->err, c->errlen, CP_EPROTO, "POST %s?uploads: no usable UploadId in the answer", key);
+            st = cp_ostore_fail(c->err, c->errlen, CP_EPROTO, "POST %s?uploads: no usable UploadId in the answer", key);
         }
     }
     req_free(&r);
@@ -810,12 +801,12 @@ static int mp_begin(mp_upload *m, s3_call *c, const char *key)
 static int mp_part(mp_upload *m, s3_req *r)
 {
     if (m->nparts == MAX_PARTS)
-        return fail(m->c->err, m->c->errlen, CP_ELIMIT, "PUT %s: more than %d parts (raise part_size)", m->key,
+        return cp_ostore_fail(m->c->err, m->c->errlen, CP_ELIMIT, "PUT %s: more than %d parts (raise part_size)", m->key,
                     MAX_PARTS);
     if (m->nparts == m->cap) {
         int nc = m->cap ? m->cap * 2 : 16;
         void *ne = realloc(m->etags, (size_t)nc * sizeof *m->etags);
-        if (!ne) return fail(m->c->err, m->c->errlen, CP_ENOMEM, "PUT %s: out of memory", m->key);
+        if (!ne) return cp_ostore_fail(m->c->err, m->c->errlen, CP_ENOMEM, "PUT %s: out of memory", m->key);
         m->etags = ne;
         m->cap = nc;
     }
@@ -828,7 +819,7 @@ static int mp_part(mp_upload *m, s3_req *r)
     int st = s3_do(m->c, r);
     if (st != CP_OK) return st;
     if (!r->etag[0])
-        return fail(m->c->err, m->c->errlen, CP_EPROTO, "PUT %s part %d: the answer has no ETag", m->key,
+        return cp_ostore_fail(m->c->err, m->c->errlen, CP_EPROTO, "PUT %s part %d: the answer has no ETag", m->key,
                     m->nparts + 1);
     memcpy(m->etags[m->nparts], r->etag, sizeof r->etag);
     m->nparts++;
@@ -867,7 +858,7 @@ static int mp_complete(mp_upload *m)
     if (st == CP_OK) st = cp_buf_puts(&xml, "</CompleteMultipartUpload>");
     if (st != CP_OK) {
         cp_buf_free(&xml);
-        return fail(c->err, c->errlen, st, "POST %s: out of memory", m->key);
+        return cp_ostore_fail(c->err, c->errlen, st, "POST %s: out of memory", m->key);
     }
     char query[MAX_TOKEN + 16];
     snprintf(query, sizeof query, "uploadId=%s", m->upload_id);
@@ -890,7 +881,7 @@ static int mp_complete(mp_upload *m)
             if (cp_buf_append(&eb, ans.data, ans.len) == CP_OK) error_code(&eb, code, sizeof code, msg, sizeof msg);
             else code[0] = msg[0] = 0;
             cp_buf_free(&eb);
-            st = fail(c->err, c->errlen, CP_EIO, "POST %s?uploadId (complete): 200 %s (%s)", m->key,
+            st = cp_ostore_fail(c->err, c->errlen, CP_EIO, "POST %s?uploadId (complete): 200 %s (%s)", m->key,
                       code[0] ? code : "Error", msg);
         }
     }
@@ -1005,7 +996,7 @@ static int s3_put_file(cp_ostore *s, const char *key, const char *path, char *er
     else if (fd >= 0 && !S_ISREG(sb.st_mode)) e = EISDIR;
     if (e) {
         if (fd >= 0) close(fd);
-        return fail(err, errlen, CP_EIO, "put_file %s: cannot read %s: %s", key, path,
+        return cp_ostore_fail(err, errlen, CP_EIO, "put_file %s: cannot read %s: %s", key, path,
                     cp_ostore_errno_str(e, eb, sizeof eb));
     }
     s3_call c;
@@ -1044,7 +1035,7 @@ static int s3_put_stream(cp_ostore *so, const char *key, long (*rd)(void *ud, vo
     if (st != CP_OK) return st;
     size_t ps = (size_t)s->part_size;
     uint8_t *buf = malloc(ps);
-    if (!buf) return fail(err, errlen, CP_ENOMEM, "put_stream %s: cannot allocate a %zu-byte part", key, ps);
+    if (!buf) return cp_ostore_fail(err, errlen, CP_ENOMEM, "put_stream %s: cannot allocate a %zu-byte part", key, ps);
     s3_call c;
     st = call_begin(&c, s, err, errlen);
     size_t got = 0;
@@ -1075,8 +1066,8 @@ static int s3_put_stream(cp_ostore *so, const char *key, long (*rd)(void *ud, vo
         if (st != CP_OK) mp_abort(&m);
         mp_free(&m);
     }
-    if (rst == CP_EABORT) fail(err, errlen, rst, "put_stream %s: aborted by the reader", key);
-    if (rst == CP_EINVAL) fail(err, errlen, rst, "put_stream %s: the reader returned more bytes than asked", key);
+    if (rst == CP_EABORT) cp_ostore_fail(err, errlen, rst, "put_stream %s: aborted by the reader", key);
+    if (rst == CP_EINVAL) cp_ostore_fail(err, errlen, rst, "put_stream %s: the reader returned more bytes than asked", key);
     call_end(&c);
     free(buf);
     return st;
@@ -1092,7 +1083,7 @@ static int s3_size(cp_ostore *s, const char *key, uint64_t *size, char *err, siz
     req_init(&r, "HEAD", key);
     if (st == CP_OK) st = s3_do(&c, &r);
     if (st == CP_OK && !r.have_length)
-        st = fail(err, errlen, CP_EPROTO, "HEAD %s: the answer has no Content-Length", key);
+        st = cp_ostore_fail(err, errlen, CP_EPROTO, "HEAD %s: the answer has no Content-Length", key);
     if (st == CP_OK) *size = r.content_length;
     req_free(&r);
     call_end(&c);
@@ -1107,7 +1098,7 @@ static int s3_read(cp_ostore *s, const char *key, void *dst, size_t n, uint64_t 
         uint64_t size;
         st = s3_size(s, key, &size, err, errlen);
         if (st == CP_OK && offset > size)
-            st = fail(err, errlen, CP_ECORRUPT, "read %s: offset %llu is past the end (%llu bytes)", key,
+            st = cp_ostore_fail(err, errlen, CP_ECORRUPT, "read %s: offset %llu is past the end (%llu bytes)", key,
                       (unsigned long long)offset, (unsigned long long)size);
         return st;
     }
@@ -1125,10 +1116,10 @@ static int s3_read(cp_ostore *s, const char *key, void *dst, size_t n, uint64_t 
     r.range_off = offset;
     if (st == CP_OK) st = s3_do(&c, &r);
     if (st == CP_ECORRUPT) /* 416: the range starts past the end */
-        st = fail(err, errlen, CP_ECORRUPT, "read %s: wanted %zu bytes at %llu, past the end of the object", key, n,
+        st = cp_ostore_fail(err, errlen, CP_ECORRUPT, "read %s: wanted %zu bytes at %llu, past the end of the object", key, n,
                   (unsigned long long)offset);
     else if (st == CP_OK && r.got < n)
-        st = fail(err, errlen, CP_ECORRUPT, "read %s: wanted %zu bytes at %llu, the object has only %zu of them", key,
+        st = cp_ostore_fail(err, errlen, CP_ECORRUPT, "read %s: wanted %zu bytes at %llu, the object has only %zu of them", key,
                   n, (unsigned long long)offset, r.got);
     req_free(&r);
     call_end(&c);
@@ -1150,10 +1141,10 @@ static int s3_get_file(cp_ostore *s, const char *key, const char *path, char *er
     char eb[128];
     char *dir = dir_of(path), *tmp = NULL;
     int fd = -1;
-    if (!dir) return fail(err, errlen, CP_ENOMEM, "get_file %s: out of memory", key);
+    if (!dir) return cp_ostore_fail(err, errlen, CP_ENOMEM, "get_file %s: out of memory", key);
     if (cp_ostore_tmp_create(dir, &tmp, &fd) != CP_OK) {
         int e = errno;
-        st = fail(err, errlen, CP_EIO, "get_file %s: cannot create a temporary file in %s: %s", key, dir,
+        st = cp_ostore_fail(err, errlen, CP_EIO, "get_file %s: cannot create a temporary file in %s: %s", key, dir,
                   cp_ostore_errno_str(e, eb, sizeof eb));
         free(dir);
         return st;
@@ -1171,7 +1162,7 @@ static int s3_get_file(cp_ostore *s, const char *key, const char *path, char *er
         cp_ostore_tmp_discard(fd, tmp);
     } else if (cp_ostore_tmp_commit(fd, tmp, path, dir) != CP_OK) {
         int e = errno;
-        st = fail(err, errlen, CP_EIO, "get_file %s: cannot write %s: %s", key, path,
+        st = cp_ostore_fail(err, errlen, CP_EIO, "get_file %s: cannot write %s: %s", key, path,
                   cp_ostore_errno_str(e, eb, sizeof eb));
     }
     free(dir);
@@ -1216,7 +1207,7 @@ static int list_page(s3_call *c, const cp_buf *body, size_t strip, int (*fn)(voi
         uint64_t size = 0;
         if (st == CP_OK && cp_parse_u64((char *)num.data, UINT64_MAX, &size) != CP_OK) st = CP_EPROTO;
         if (st != CP_OK) {
-            if (st != CP_ENOMEM) st = fail(c->err, c->errlen, CP_EPROTO, "list: a <Contents> without a usable Key "
+            if (st != CP_ENOMEM) st = cp_ostore_fail(c->err, c->errlen, CP_EPROTO, "list: a <Contents> without a usable Key "
                                            "and Size in the answer");
             break;
         }
@@ -1239,7 +1230,7 @@ static int s3_list(cp_ostore *so, const char *prefix, int (*fn)(void *ud, const 
     s3_store *s = S3(so);
     if (!prefix) prefix = "";
     if (!cp_ostore_prefix_ok(prefix))
-        return fail(err, errlen, CP_EINVAL, "list: invalid prefix \"%.64s\" (the characters of a key, no empty, . or "
+        return cp_ostore_fail(err, errlen, CP_EINVAL, "list: invalid prefix \"%.64s\" (the characters of a key, no empty, . or "
                     ".. directory)", prefix);
     /* the server's prefix: "<store prefix>/<prefix>"; strip the store's part from keys */
     cp_buf full, query, body, token;
@@ -1253,7 +1244,7 @@ static int s3_list(cp_ostore *so, const char *prefix, int (*fn)(void *ud, const 
     if (st == CP_OK) st = cp_buf_putc(&full, 0);
     s3_call c;
     if (st == CP_OK) st = call_begin(&c, s, err, errlen);
-    else return fail(err, errlen, st, "list: out of memory");
+    else return cp_ostore_fail(err, errlen, st, "list: out of memory");
     int stop = 0;
     for (int page = 0; st == CP_OK && !stop; page++) {
         /* parameters sorted by name, as libcurl 7.88 signs the query as given */
@@ -1267,7 +1258,7 @@ static int s3_list(cp_ostore *so, const char *prefix, int (*fn)(void *ud, const 
         if (st == CP_OK) st = pct_encode(&query, (char *)full.data, 0);
         if (st == CP_OK) st = cp_buf_putc(&query, 0);
         if (st != CP_OK) {
-            st = fail(err, errlen, st, "list: out of memory");
+            st = cp_ostore_fail(err, errlen, st, "list: out of memory");
             break;
         }
         s3_req r;
@@ -1287,7 +1278,7 @@ static int s3_list(cp_ostore *so, const char *prefix, int (*fn)(void *ud, const 
         if (!truncated) break;
         st = xml_get(p, end, "NextContinuationToken", MAX_TOKEN, &token);
         if (st != CP_OK || token.len <= 1) {
-            st = fail(err, errlen, CP_EPROTO, "list %s: a truncated page without a usable NextContinuationToken",
+            st = cp_ostore_fail(err, errlen, CP_EPROTO, "list %s: a truncated page without a usable NextContinuationToken",
                       (char *)full.data);
             break;
         }
@@ -1393,27 +1384,27 @@ int cp_ostore_s3_open(const cp_ostore_config *cfg, const char *bucket, const cha
 {
     const char *ep = cfg->endpoint;
     if (!ep || (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0))
-        return fail(err, errlen, CP_EINVAL, "object store %s: needs an endpoint http(s)://host[:port]", cfg->url);
+        return cp_ostore_fail(err, errlen, CP_EINVAL, "object store %s: needs an endpoint http(s)://host[:port]", cfg->url);
     if (!bucket_ok(bucket))
-        return fail(err, errlen, CP_EINVAL, "object store %s: bad bucket name \"%s\" (3 to 63 of [a-z0-9.-])",
+        return cp_ostore_fail(err, errlen, CP_EINVAL, "object store %s: bad bucket name \"%s\" (3 to 63 of [a-z0-9.-])",
                     cfg->url, bucket);
     if (!cfg->access_key || !cfg->access_key[0] || !cfg->secret_key || !cfg->secret_key[0])
-        return fail(err, errlen, CP_EINVAL, "object store %s: needs an access key and a secret key", cfg->url);
+        return cp_ostore_fail(err, errlen, CP_EINVAL, "object store %s: needs an access key and a secret key", cfg->url);
     uint64_t part = cfg->part_size ? cfg->part_size : DEFAULT_PART_SIZE;
     uint64_t thr = cfg->multipart_threshold ? cfg->multipart_threshold : DEFAULT_THRESHOLD;
     if (part < MIN_PART_SIZE || part > MAX_PART_SIZE)
-        return fail(err, errlen, CP_EINVAL, "object store %s: part_size %llu is outside [5 MiB, 5 GiB]", cfg->url,
+        return cp_ostore_fail(err, errlen, CP_EINVAL, "object store %s: part_size %llu is outside [5 MiB, 5 GiB]", cfg->url,
                     (unsigned long long)part);
     if (thr > MAX_PART_SIZE) thr = MAX_PART_SIZE; /* a single PUT can carry at most 5 GiB */
     if (cfg->timeout_s < 0)
-        return fail(err, errlen, CP_EINVAL, "object store %s: negative timeout", cfg->url);
+        return cp_ostore_fail(err, errlen, CP_EINVAL, "object store %s: negative timeout", cfg->url);
     pthread_once(&curl_once, curl_init_once);
     if (curl_init_rc != CURLE_OK)
-        return fail(err, errlen, CP_EIO, "object store %s: curl_global_init: %s", cfg->url,
+        return cp_ostore_fail(err, errlen, CP_EIO, "object store %s: curl_global_init: %s", cfg->url,
                     curl_easy_strerror(curl_init_rc));
 
     s3_store *s = calloc(1, sizeof *s);
-    if (!s) return fail(err, errlen, CP_ENOMEM, "object store %s: out of memory", cfg->url);
+    if (!s) return cp_ostore_fail(err, errlen, CP_ENOMEM, "object store %s: out of memory", cfg->url);
     s->base.ops = &s3_ops;
     size_t el = strlen(ep);
     while (el > 8 && ep[el - 1] == '/') el--;
@@ -1437,7 +1428,7 @@ int cp_ostore_s3_open(const cp_ostore_config *cfg, const char *bucket, const cha
     s->list_page = cfg->list_page > 0 && cfg->list_page < LIST_PAGE ? cfg->list_page : LIST_PAGE;
     if (!s->endpoint || !s->bucket || !s->prefix || !s->access_key || !s->secret_key || !s->region || !s->sigv4) {
         s3_close(&s->base);
-        return fail(err, errlen, CP_ENOMEM, "object store %s: out of memory", cfg->url);
+        return cp_ostore_fail(err, errlen, CP_ENOMEM, "object store %s: out of memory", cfg->url);
     }
     int st = ensure_bucket(s, err, errlen);
     if (st != CP_OK) {
