@@ -67,8 +67,9 @@ typedef struct cp_catalog_param {
  * compact`) and redone to the same objects and rows.
  *
  * Late calls: a window that is persisting or persisted never gets rows again. The hot
- * writer checks the window's status at its first insert in each transaction (PostgreSQL:
- * FOR SHARE, so a claim waits for writers in flight) and puts late calls in the window's
+ * writer checks the window's status in each write transaction (SQLite: at its first insert;
+ * PostgreSQL: at commit, FOR KEY SHARE on the inventory rows, so a claim's FOR UPDATE waits
+ * for writers in flight) and puts late calls in the window's
  * next batch table (calls_<suffix>_<n>, n >= 1), compacted by a later claim. */
 
 typedef struct cp_compact_job {
