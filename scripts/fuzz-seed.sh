@@ -154,4 +154,91 @@ pqgen=$(mktemp -d)
 "$pqgen/seeds" "$pq"
 rm -rf "$pqgen"
 
+# ---- text dumps (cp_dumptext.h): thread dumps, top, GC logs ---------------------------
+dd=$fx/dumps
+seed td jdk17 "$dd/20231219T061734UTC.td.txt" 1500 6000 30000
+seed td jdk17big "$dd/20230804T164402.td.txt" 24000
+seed top top "$dd/20231219T061734UTC.top.txt" 400 800 2000
+seed gc serial "$dd/20231219T062953UTC.gc.log" 400 3000
+# shapes the fixtures lack: a JDK 8 dump with a deadlock report, graph-mode top, G1 and
+# JDK 8 GC lines
+{
+    printf '%s\n' '2024-01-02 03:04:05' 'Full thread dump Java HotSpot(TM) 64-Bit Server VM (25.181-b13 mixed mode):' ''
+    printf '%s\n' '"pool "x" w" #12 daemon prio=5 os_prio=0 tid=0x00007f3b44001000 nid=0x2a2e waiting on condition [0x00007f3b2c9fe000]'
+    printf '%s\n' '   java.lang.Thread.State: BLOCKED (on object monitor)'
+    printf '\tat %s\n\t- %s\n' 'Foo.bar(Foo.java:10)' 'waiting to lock <0x00000000aaaa0001> (a java.lang.Object)'
+    printf '\tat %s\n\t- %s\n' 'Foo.baz(Foo.java:20)' 'eliminated <owner is scalar replaced> (a java.lang.Object)'
+    printf '\n%s\n\t- %s\n\n' '   Locked ownable synchronizers:' '<0x00000000c23da160> (a java.util.concurrent.locks.ReentrantLock$NonfairSync)'
+    printf '%s\n\n' '"GC task thread#0 (ParallelGC)" os_prio=0 tid=0x00007f3b4401e800 nid=0x2a05 runnable '
+    printf '%s\n' 'Found one Java-level deadlock:' '"Thread-1":' '  waiting to lock monitor 0x00007f3b2c003f08' ''
+    printf '%s\n' 'Found 1 deadlock.' '' 'JNI global references: 1234'
+} >"$root/fuzz/corpus-td/seed-jdk8"
+{
+    printf '%s\n' 'top - 10:11:12 up 3 min,  1 user,  load average: 0.10, 0.20, 0.30'
+    printf '%s\n' 'Tasks:   5 total,   1 running,   4 sleeping,   0 stopped,   0 zombie'
+    printf '%s\n' '%Cpu(s):  12.5/3.1    16[|||||          ]' 'KiB Mem : 65.2/12268760 [||||||    ]' 'GiB Swap:  0.0/0 [ ]' ''
+    printf '%s\n' '  PID USER      PR  NI    VIRT    RES    SHR S  %CPU  %MEM     TIME+ COMMAND'
+    printf '%s\n' '   42 app       rt  -5    8.1t    10g    0.5g R 100.0  80.0 123:45.67 my thread' '   43 a 20 0 1 1 1 Z 0.0 0.0 12,34 b'
+} >"$root/fuzz/corpus-top/seed-graph"
+{
+    printf '%s\n' '[0.005s][info][gc] Using G1'
+    printf '%s\n' '[2024-01-02T03:04:05.678+0100][12.345s][info][gc,start    ] GC(5) Pause Young (Normal) (G1 Evacuation Pause)'
+    printf '%s\n' '[2024-01-02T03:04:05.681+0100][12.348s][info][gc          ] GC(5) Pause Young (Normal) (G1 Evacuation Pause) 24M->4M(256M) 3.456ms'
+    printf '%s\n' '[2024-01-02T03:04:06.100+01:00][13.1s][info ][gc] GC(6) Pause Remark 45M->45M(256M) 1.234ms'
+    printf '%s\n' '[1704161047000ms][14000ms][gc] GC(7) Pause Full (System.gc()) 1G->512K(2G) 20.5ms'
+} >"$root/fuzz/corpus-gc/seed-g1"
+printf '%s\n' '2023-12-19T05:29:51.464+0000: 7252.712: [GC (Allocation Failure) [PSYoungGen: 153600K->10748K(179200K)] 153600K->10764K(588800K), 0.0143560 secs]' >"$root/fuzz/corpus-gc/seed-jdk8"
+
+# ---- diagnostic files (cp_dumpfmt.h): paths and names, heap-dump zips, pprof profiles --
+dp=$root/fuzz/corpus-dump_path
+mkdir -p "$dp"
+printf '%s' 'shop/2024/07/31/23/58/00/orders-5cbcd847d-l2t7t_1719318147399/20240731T235800.td.txt' >"$dp/seed-td"
+printf '%s' 'shop/2024/07/31/22/59/35/orders-5cbcd847d-l2t7t_1719318147399/20240731T225935.hprof.zip' >"$dp/seed-heap"
+printf '%s' 'shop/2024/08/01/10/00/07/orders-5cbcd847d-l2t7t_1719318147399/gc.log' >"$dp/seed-gc"
+printf '%s' 'ns%2Dx/2024/02/29/00/00/00/test-service-1-5cbcd847d-l2t7t_1719318147399/gc.log.3' >"$dp/seed-escapes"
+printf '%s' 'a/2023/12/19/06/17/34/db-0/20231219T061734UTC.go-alloc.pprof' >"$dp/seed-pprof"
+printf '%s' 'hs_err_pid12.log' >"$dp/seed-name"
+seed zip fixture "$dd/test-service.heap.hprof.zip"
+# more zips (stored, deflated, data descriptors, ZIP64, comment, three entries, empty):
+# fuzz/fuzz_zip.c compiled with -DFZ_ZIP_SEEDS writes them; it needs cp_buf and zlib.
+zipgen=$(mktemp -d)
+"${CC:-cc}" -std=c17 -D_GNU_SOURCE -DFZ_ZIP_SEEDS -I"$root/src" -o "$zipgen/seeds" \
+    "$root/fuzz/fuzz_zip.c" "$root/src/common/buf.c" -lz
+"$zipgen/seeds" "$root/fuzz/corpus-zip"
+rm -rf "$zipgen"
+for p in go-alloc go-heap go-goroutine go-profile; do seed pprof "$p" "$dd/$p.pprof"; done
+# the protobuf inside (raw input is parsed too): mutations then hit the fields, not the gzip
+for p in go-goroutine go-profile; do gzip -dc "$dd/$p.pprof" >"$root/fuzz/corpus-pprof/seed-$p-raw"; done
+
+# ---- multipart (cp_multipart.h) ------------------------------------------------------------
+# byte 0 picks the Content-Type (0 "bb", 1 curl's boundary, 2 Go's, 3 quoted with
+# specials, 4 "-", 5 taken from the input; +0x80 mixed case), byte 1 seeds the slicing,
+# byte 2 picks the callback that aborts; the rest is the body (fuzz/fuzz_multipart.c).
+mp=$root/fuzz/corpus-multipart
+mkdir -p "$mp"
+# mpart VARIANT BOUNDARY FILENAME: a one-file upload form around the heap-dump fixture
+mpart() {
+    hex "$1" 07 03
+    printf -- '--%s\r\nContent-Disposition: form-data; name="file"; filename="%s"\r\n' "$2" "$3"
+    printf 'Content-Type: application/octet-stream\r\n\r\n'
+    cat "$dd/test-service.heap.hprof.zip"
+    printf -- '\r\n--%s--\r\n' "$2"
+}
+mpart 01 ------------------------513596b516824120 x.hprof.zip >"$mp/seed-curl"
+mpart 02 9f1c2d3e4a5b60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7 20240731T225935.hprof.zip >"$mp/seed-go"
+{
+    hex 83 20 02
+    printf '%s' $'pre\r\n--xYz\'()+_,-./:=? \t\r\n' \
+        $'content-disposition: form-data; name=a; filename*=UTF-8\'\'%E2%82%AC.zip\r\n\r\n' \
+        $'\r\n--xYz\'()+_,-./:=?X\r\n--xYz\'()+_,-./:=?\r\nContent-Type: text/plain\r\n\r\n' \
+        $'x\r\n--xYz\'()+_,-./:=?--\r\nepilogue'
+} >"$mp/seed-quoted"
+{ hex 04 01 04; printf '%s' $'---\r\n\r\n-\r\n---\r\nContent-Type: x\r\n\r\n--\r\n-----\r\n'; } >"$mp/seed-dash"
+{ hex 05 09 01 07; printf '%s' $'01234567--QRSTUVWX\r\n\r\nhello\r\n--QRSTUVWX--'; } >"$mp/seed-own" # boundary QRSTUVWX
+{ # one part over the CP_MP_MAX_PARTS limit (1000)
+    hex 00 05 00
+    for ((i = 0; i <= 1000; i++)); do printf -- '--bb\r\n\r\n%d\r\n' "$i"; done
+    printf -- '--bb--\r\n'
+} >"$mp/seed-1001-parts"
+
 echo "fuzz-seed: corpora in $root/fuzz/corpus-*/ from $fx"

@@ -4,6 +4,7 @@
 #include "cli/cp_cli.h"
 #include "store/cp_catalog.h"
 #include "store/cp_cold.h"
+#include "store/cp_dumps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,11 @@ static const char usage_text[] =
     "\n"
     "Compacts the hot tier's closed windows into Parquet files in the cold store: every\n"
     "window that ends at or before --until, one hour at a time, per namespace and duration\n"
-    "range (storage.md). Safe to run while `serve` runs and to run again after a crash:\n"
-    "a claim left unfinished by a dead compactor is redone to the same objects and rows.\n"
+    "range (storage.md). Then the diagnostic files kept in the catalog (thread dumps, top,\n"
+    "GC logs, pprof) with a directory time before --until go the same way, one Parquet\n"
+    "file per hour, namespace and type. Safe to run while `serve` runs and to run again\n"
+    "after a crash: a claim left unfinished by a dead compactor is redone to the same\n"
+    "objects and rows.\n"
     "Each option can also be given by the environment variable shown; a flag wins.\n"
     "\n"
     "  --data DIR               data directory (CLOUDPROF_DATA, default ./data)\n"
@@ -25,7 +29,10 @@ static const char usage_text[] =
     "                           open then are closed early (default: now)\n"
     "  --take-over              redo claims of other compactors at once instead of after\n"
     "                           their 30-minute lease (only when no other compactor runs)\n"
-    "  --retention SPAN         afterwards, delete cold files older than SPAN (e.g. 14d)\n"
+    "  --retention SPAN         afterwards, delete cold files and diagnostic files older\n"
+    "                           than SPAN (e.g. 14d)\n"
+    "  --heap-keep N            with --retention: heap dumps kept per pod, newest first,\n"
+    "                           0 = all (default 10)\n"
     "  --node NAME              this compactor's name in the catalog (default host-pid)\n"
     "  --quiet                  no progress lines\n"
     "  --help                   this text\n";
@@ -51,6 +58,7 @@ typedef struct compact_opts {
     int64_t until_ms;
     int take_over, quiet;
     int64_t retention_ms;
+    unsigned heap_keep;
     const char *node;
 } compact_opts;
 
@@ -63,6 +71,7 @@ static int parse(compact_opts *o, int argc, char **argv, char *why, size_t whyle
     o->s.s3_region = getenv("CLOUDPROF_S3_REGION");
     o->until_ms = cp_now_ms();
     o->retention_ms = -1;
+    o->heap_keep = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--take-over")) {
@@ -74,7 +83,7 @@ static int parse(compact_opts *o, int argc, char **argv, char *why, size_t whyle
             continue;
         }
         static const char *const valued[] = {"--data", "--catalog", "--store", "--s3-endpoint", "--s3-region",
-                                              "--until", "--retention", "--node"};
+                                              "--until", "--retention", "--node", "--heap-keep"};
         size_t k = 0;
         while (k < CP_ARRAY_LEN(valued) && strcmp(a, valued[k])) k++;
         if (k == CP_ARRAY_LEN(valued)) {
@@ -107,6 +116,13 @@ static int parse(compact_opts *o, int argc, char **argv, char *why, size_t whyle
             }
             break;
         case 7: o->node = v; break;
+        case 8:
+            if (cp_parse_u64(v, 1000000, &n) != CP_OK) {
+                snprintf(why, whylen, "--heap-keep: '%s' is not a count (0 = keep all)", v);
+                return CP_EINVAL;
+            }
+            o->heap_keep = (unsigned)n;
+            break;
         }
     }
     return cp_cli_storage_resolve(&o->s, why, whylen);
@@ -127,7 +143,7 @@ int cp_cli_compact(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    char node[128], tmp[4200], err[1024];
+    char node[128], tmp[4200], dtmp[4200], err[1024];
     if (!o.node) {
         char host[64] = "host";
         gethostname(host, sizeof host - 1);
@@ -135,8 +151,10 @@ int cp_cli_compact(int argc, char **argv)
         o.node = node;
     }
     snprintf(tmp, sizeof tmp, "%s/tmp", o.s.data_dir);
+    snprintf(dtmp, sizeof dtmp, "%s/dumps-tmp", o.s.data_dir); /* serve's */
     cp_catalog *cat = NULL;
     cp_ostore *store = NULL;
+    cp_dumps *dumps = NULL;
     int rc = 1;
     if (cp_catalog_open(o.s.catalog, &cat, err, sizeof err) != CP_OK) {
         fprintf(stderr, "cloudprof compact: %s\n", err);
@@ -148,6 +166,11 @@ int cp_cli_compact(int argc, char **argv)
     }
     if (cp_mkdirs(tmp, 0755) != CP_OK) {
         fprintf(stderr, "cloudprof compact: cannot create %s\n", tmp);
+        goto out;
+    }
+    cp_dumps_config dc = {.catalog = o.s.catalog, .store = store, .tmp_dir = dtmp, .connections = 2, .node = o.node};
+    if (cp_dumps_open(&dc, &dumps, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof compact: diagnostic files: %s\n", err);
         goto out;
     }
     cp_compactor_config cfg = {.cat = cat,
@@ -171,7 +194,26 @@ int cp_cli_compact(int argc, char **argv)
            (unsigned long long)st.claims, (unsigned long long)st.taken_over, (unsigned long long)st.windows,
            (unsigned long long)st.calls, (unsigned long long)st.files, (unsigned long long)st.bytes,
            (unsigned long long)st.index_rows);
+    cp_dumps_compact_stats ds;
+    if (cp_dumps_compact(dumps, o.until_ms, cp_now_ms(), o.take_over, o.quiet ? NULL : progress, NULL, &ds, err,
+                         sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof compact: %s\n", err);
+        goto out;
+    }
+    printf("compacted %llu diagnostic files -> %llu files, %llu bytes\n", (unsigned long long)ds.dumps_moved,
+           (unsigned long long)ds.files_written, (unsigned long long)ds.bytes_written);
     if (o.retention_ms > 0) {
+        /* diagnostic files first: their records go before their Parquet files do */
+        cp_dumps_retention_stats drs;
+        if (cp_dumps_retention(dumps, cp_now_ms() - o.retention_ms, o.heap_keep, 0, cp_now_ms(), &drs, err,
+                               sizeof err) != CP_OK) {
+            fprintf(stderr, "cloudprof compact: %s\n", err);
+            goto out;
+        }
+        printf("retention: %llu diagnostic files expired, %llu heap dumps trimmed, %llu objects deleted,"
+               " %llu orphaned uploads swept\n",
+               (unsigned long long)drs.expired, (unsigned long long)drs.heaps_trimmed,
+               (unsigned long long)drs.objects_deleted, (unsigned long long)drs.pending_swept);
         cp_retention_stats rs;
         if (cp_retention_run(cat, store, cp_now_ms() - o.retention_ms, &rs, err, sizeof err) != CP_OK) {
             fprintf(stderr, "cloudprof compact: %s\n", err);
@@ -181,6 +223,7 @@ int cp_cli_compact(int argc, char **argv)
     }
     rc = 0;
 out:
+    cp_dumps_close(dumps);
     cp_catalog_close(cat);
     cp_ostore_close(store);
     return rc;

@@ -23,7 +23,8 @@ static const char usage_text[] =
     "files to the raw log (<data>/raw/...), assembles their calls into the hot tier of the\n"
     "catalog (<data>/catalog.db, or PostgreSQL), compacts closed hours into Parquet files in\n"
     "the cold store (<data>/cold, or S3) and answers the query API (/api/v1, docs/API.md)\n"
-    "on the HTTP port from both tiers.\n"
+    "on the HTTP port from both tiers. The same port takes the agents' diagnostic-file\n"
+    "uploads (PUT/POST /diagnostic/..., thread dumps, top, GC logs, heap dumps, pprof).\n"
     "Each option can also be given by the environment variable shown; a flag wins.\n"
     "\n"
     "  --agent-host ADDR        listen address (CLOUDPROF_AGENT_HOST, default 0.0.0.0)\n"
@@ -60,7 +61,8 @@ static const char usage_text[] =
     "  --trace-wait SEC         how long a call waits for the end of its trace before it is\n"
     "                           stored without one (CLOUDPROF_TRACE_WAIT, default 60)\n"
     "%s"
-    "  --retention SPAN         cold files older than this are deleted, 0 = keep forever\n"
+    "  --retention SPAN         cold files and diagnostic files older than this are deleted,\n"
+    "                           0 = keep forever\n"
     "                           (CLOUDPROF_RETENTION, default 14d)\n"
     "  --compact-every SEC      how often closed windows are compacted, 0 = never\n"
     "                           (CLOUDPROF_COMPACT_EVERY, default 60)\n"
@@ -70,6 +72,16 @@ static const char usage_text[] =
     "                           (CLOUDPROF_COLD_CACHE, default 1024)\n"
     "  --node NAME              this collector's name in the catalog's compaction claims\n"
     "                           (CLOUDPROF_NODE, default <hostname>-<pid>)\n"
+    "  --dump-max-size TYPE=SIZE[,TYPE=SIZE...]\n"
+    "                           largest diagnostic file accepted per type (td, top, gc, heap,\n"
+    "                           alloc, pprof_heap, goroutine, profile, other, or 'all');\n"
+    "                           SIZE like 512K, 64M, 10G; larger uploads get 413; repeatable\n"
+    "                           (CLOUDPROF_DUMP_MAX_SIZE, default 10G for every type)\n"
+    "  --dump-inline-max SIZE   files up to this size are kept in the catalog until\n"
+    "                           compaction; larger ones and every heap dump go to the object\n"
+    "                           store at once (CLOUDPROF_DUMP_INLINE_MAX, default 16M)\n"
+    "  --heap-keep N            heap dumps kept per pod, newest first, 0 = all\n"
+    "                           (CLOUDPROF_HEAP_KEEP, default 10)\n"
     "  --log-level LEVEL        error, warn, info or debug (CLOUDPROF_LOG_LEVEL, default info)\n"
     "  --ready-file FILE        once listening, atomically write 'agent_port=N' and\n"
     "                           'http_port=M' lines to FILE\n"
@@ -90,6 +102,8 @@ typedef struct serve_opts {
     char *lists[64];        /* strdup'd comma lists we split, freed at exit */
     size_t nlists;
     int blacklist_from_flag;
+    uint64_t dump_inline_max;
+    unsigned heap_keep;
 } serve_opts;
 
 static void opts_free(serve_opts *o)
@@ -122,6 +136,59 @@ static char *keep_copy(serve_opts *o, const char *s)
     char *d = strdup(s);
     if (d) o->lists[o->nlists++] = d;
     return d;
+}
+
+/* "512", "512K", "64M", "10G", "1T" (binary units) -> bytes. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!*s || *s < '0' || *s > '9') return CP_EINVAL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno) return CP_EINVAL;
+    unsigned shift = 0;
+    switch (*end) {
+    case 0: break;
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    default: return CP_EINVAL;
+    }
+    if (*end && end[1] && !((end[1] == 'b' || end[1] == 'B' || end[1] == 'i') && !end[2])) return CP_EINVAL;
+    if (shift && v > (UINT64_MAX >> shift)) return CP_EINVAL;
+    *out = (uint64_t)v << shift;
+    return CP_OK;
+}
+
+/* --dump-max-size td=64M,heap=20G (or all=...) */
+static int add_dump_max(serve_opts *o, const char *list, const char *source, char *why, size_t whylen)
+{
+    char *copy = keep_copy(o, list);
+    if (!copy) {
+        snprintf(why, whylen, "%s: out of memory or too many lists", source);
+        return CP_EINVAL;
+    }
+    for (char *save = NULL, *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        uint64_t size;
+        if (!eq || parse_size(eq + 1, &size) != CP_OK || size == 0) {
+            snprintf(why, whylen, "%s: '%s' is not TYPE=SIZE (e.g. heap=20G)", source, item);
+            return CP_EINVAL;
+        }
+        *eq = 0;
+        cp_dump_kind k;
+        if (!strcmp(item, "all")) {
+            for (int i = 1; i <= CP_DUMP_KIND_MAX; i++) o->http.dump_max[i] = size;
+        } else if (cp_dump_kind_parse(item, strlen(item), &k) == CP_OK) {
+            o->http.dump_max[k] = size;
+        } else {
+            snprintf(why, whylen, "%s: unknown type '%s' (td, top, gc, heap, alloc, pprof_heap, goroutine, profile, other, all)",
+                     source, item);
+            return CP_EINVAL;
+        }
+    }
+    return CP_OK;
 }
 
 static int add_blacklist(serve_opts *o, const char *list, char *why, size_t whylen)
@@ -203,7 +270,10 @@ enum {
     OPT_COMPACT_EVERY,
     OPT_COMPACT_DELAY,
     OPT_COLD_CACHE,
-    OPT_NODE
+    OPT_NODE,
+    OPT_DUMP_MAX,
+    OPT_DUMP_INLINE,
+    OPT_HEAP_KEEP
 };
 
 static const struct {
@@ -236,6 +306,9 @@ static const struct {
     [OPT_COMPACT_DELAY] = {"--compact-delay", "CLOUDPROF_COMPACT_DELAY"},
     [OPT_COLD_CACHE] = {"--cold-cache", "CLOUDPROF_COLD_CACHE"},
     [OPT_NODE] = {"--node", "CLOUDPROF_NODE"},
+    [OPT_DUMP_MAX] = {"--dump-max-size", "CLOUDPROF_DUMP_MAX_SIZE"},
+    [OPT_DUMP_INLINE] = {"--dump-inline-max", "CLOUDPROF_DUMP_INLINE_MAX"},
+    [OPT_HEAP_KEEP] = {"--heap-keep", "CLOUDPROF_HEAP_KEEP"},
 };
 
 /* Applies one option value; `source` names the flag or variable in messages. */
@@ -319,6 +392,17 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
     case OPT_S3_ENDPOINT: o->storage.s3_endpoint = v; break;
     case OPT_S3_REGION: o->storage.s3_region = v; break;
     case OPT_NODE: o->cold.node = v; break;
+    case OPT_DUMP_MAX: st = add_dump_max(o, v, source, why, whylen); break;
+    case OPT_DUMP_INLINE:
+        if ((st = parse_size(v, &o->dump_inline_max)) != CP_OK || o->dump_inline_max == 0) {
+            snprintf(why, whylen, "%s: '%s' is not a size like 16M", source, v);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_HEAP_KEEP:
+        if ((st = cp_parse_u64(v, 1000000, &n)) == CP_OK) o->heap_keep = (unsigned)n;
+        else snprintf(why, whylen, "%s: '%s' is not a count (0-1000000)", source, v);
+        break;
     case OPT_RETENTION:
         if ((st = cp_cli_parse_span(v, &o->cold.retention_ms)) != CP_OK)
             snprintf(why, whylen, "%s: '%s' is not a span like 14d, 36h or 90m (0 = keep forever)", source, v);
@@ -448,6 +532,8 @@ int cp_cli_serve(int argc, char **argv)
     o.cold.delay_ms = 15 * 60000;
     o.cold.retention_ms = (int64_t)14 * 86400000;
     o.cold_cache_bytes = (uint64_t)1024 << 20;
+    o.dump_inline_max = CP_DUMPS_DEFAULT_INLINE_MAX;
+    o.heap_keep = 10;
     char why[256] = "";
     int st = apply_env(&o, why, sizeof why);
     if (st == CP_OK) st = apply_flags(&o, argc, argv, why, sizeof why);
@@ -492,6 +578,22 @@ int cp_cli_serve(int argc, char **argv)
     /* the HTTP threads read the catalog through their own connections */
     reader_ctx rctx = {o.storage.catalog,
                        {store, strncmp(o.storage.store, "s3://", 5) ? NULL : cache_dir, o.cold_cache_bytes}};
+    /* diagnostic files: their own catalog connections, bodies received in <data>/dumps-tmp */
+    char dumps_tmp[4200];
+    snprintf(dumps_tmp, sizeof dumps_tmp, "%s/dumps-tmp", o.cfg.data_dir);
+    cp_dumps_config dc = {.catalog = o.storage.catalog, .store = store, .tmp_dir = dumps_tmp,
+                          .inline_max = o.dump_inline_max, .connections = o.http.threads + 1, .node = o.cold.node};
+    cp_dumps *dumps = NULL;
+    if (cp_dumps_open(&dc, &dumps, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof serve: diagnostic files: %s\n", err);
+        cp_server_close(srv);
+        cp_ostore_close(store);
+        opts_free(&o);
+        return 1;
+    }
+    o.http.dumps = dumps;
+    o.http.blacklist = o.blacklist;
+    o.http.nblacklist = o.nblacklist;
     o.http.open_reader = open_reader;
     o.http.open_reader_ud = &rctx;
     o.http.version = CP_VERSION_STRING;
@@ -500,6 +602,7 @@ int cp_cli_serve(int argc, char **argv)
     cp_http *http = NULL;
     if (cp_http_start(&o.http, &http, err, sizeof err) != CP_OK) {
         fprintf(stderr, "cloudprof serve: HTTP: %s\n", err);
+        cp_dumps_close(dumps);
         cp_server_close(srv);
         cp_ostore_close(store);
         opts_free(&o);
@@ -510,6 +613,7 @@ int cp_cli_serve(int argc, char **argv)
     if (o.ready_file && write_ready_file(o.ready_file, cp_server_port(srv), cp_http_port(http)) != CP_OK) {
         fprintf(stderr, "cloudprof serve: cannot write ready file %s: %s\n", o.ready_file, strerror(errno));
         cp_http_stop(http);
+        cp_dumps_close(dumps);
         cp_server_close(srv);
         cp_ostore_close(store);
         opts_free(&o);
@@ -520,12 +624,15 @@ int cp_cli_serve(int argc, char **argv)
     o.cold.tmp_dir = tmp_dir;
     o.cold.log = http_log_line;
     o.cold.log_ud = &o.cfg.log_level;
+    o.cold.dumps = dumps;
+    o.cold.heap_keep = o.heap_keep;
     cp_coldtask *cold = NULL;
     if (cp_coldtask_start(&o.cold, &cold, err, sizeof err) != CP_OK)
         fprintf(stderr, "cloudprof serve: compaction disabled: %s\n", err);
     cp_server_run(srv);
     cp_coldtask_stop(cold);
     cp_http_stop(http);
+    cp_dumps_close(dumps);
     cp_server_close(srv);
     cp_ostore_close(store);
     opts_free(&o);

@@ -1,12 +1,16 @@
 /* cp_http.h -- the HTTP server (libmicrohttpd): the JSON query API under /api/v1
- * (docs/API.md). It runs on its own threads and reads the catalog through cp_reader
- * connections (cp_hot.h), one per request at a time from a small pool, so queries never
- * touch the agent event loop.
+ * (docs/API.md) and the diagnostic-file uploads under /diagnostic (dumps-http.md). It runs
+ * on its own threads and reads the catalog through cp_reader connections (cp_hot.h), one
+ * per request at a time from a small pool, so queries never touch the agent event loop.
+ * Uploads stream to a temporary file as they arrive; finishing one (fsync, catalog, object
+ * store) runs on a few worker threads while its connection is suspended.
  */
 #ifndef CP_HTTP_H
 #define CP_HTTP_H
 
 #include "common/cp_common.h"
+#include "model/cp_dumpfmt.h"
+#include "store/cp_dumps.h"
 #include "store/cp_hot.h"
 
 #include <stdint.h>
@@ -29,11 +33,21 @@ typedef struct cp_http_config {
     uint64_t max_export_rows;      /* CSV rows, default 1 000 000 */
     int64_t cursor_ttl_ms;         /* default 15 min */
     const char *version;           /* product version for /api/v1/config */
+    /* Diagnostic files: NULL = uploads answer 503 and the dumps API 503. */
+    cp_dumps *dumps;
+    uint64_t dump_max[CP_DUMP_KIND_MAX + 1]; /* bytes per kind (index cp_dump_kind); 0 = 10 GiB */
+    const char *const *blacklist;  /* namespaces whose uploads are refused (403) */
+    size_t nblacklist;
+    unsigned dump_workers;         /* threads finishing uploads, default 2 */
+    size_t dump_parse_max;         /* bytes a parsed view (threads, top, gc, profile) loads, default 256 MiB */
+    size_t dump_zip_max_files;     /* files in one bulk download, default 100 000 */
     void (*log)(void *ud, int level, const char *msg); /* may be called from any HTTP thread */
     void *log_ud;
 } cp_http_config;
 
 void cp_http_config_default(cp_http_config *cfg);
+
+#define CP_HTTP_DUMP_MAX_DEFAULT ((uint64_t)10 << 30) /* dumps-http.md §4.5: at least 10 GiB */
 
 typedef struct cp_http cp_http;
 

@@ -34,6 +34,9 @@ void cp_http_config_default(cp_http_config *cfg)
     cfg->max_export_rows = 1000000;
     cfg->cursor_ttl_ms = 15 * 60 * 1000;
     cfg->version = "0.0.0";
+    cfg->dump_workers = 2;
+    cfg->dump_parse_max = (size_t)256 << 20;
+    cfg->dump_zip_max_files = 100000;
 }
 
 void http_log(const cp_http *h, int level, const char *fmt, ...)
@@ -147,6 +150,92 @@ void http_pool_release(cp_http *h, cp_reader *r, int broken)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* ---- upload workers ------------------------------------------------------------------ */
+
+static void *jobs_main(void *arg)
+{
+    http_jobs *j = arg;
+    pthread_mutex_lock(&j->mu);
+    for (;;) {
+        while (!j->head && !j->stop) pthread_cond_wait(&j->cv, &j->mu);
+        http_job *job = j->head;
+        if (!job) break; /* stopping, and nothing left to do */
+        j->head = job->next;
+        if (!j->head) j->tail = NULL;
+        pthread_mutex_unlock(&j->mu);
+        job->fn(job->arg);
+        free(job);
+        pthread_mutex_lock(&j->mu);
+    }
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+static int jobs_start(cp_http *h, unsigned n)
+{
+    http_jobs *j = &h->jobs;
+    memset(j, 0, sizeof *j);
+    j->threads = calloc(n, sizeof *j->threads);
+    if (!j->threads) return CP_ENOMEM;
+    if (pthread_mutex_init(&j->mu, NULL) != 0 || pthread_cond_init(&j->cv, NULL) != 0) {
+        free(j->threads);
+        return CP_ENOMEM;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        if (pthread_create(&j->threads[i], NULL, jobs_main, j) != 0) break;
+        j->nthreads++;
+    }
+    if (j->nthreads == 0) {
+        pthread_cond_destroy(&j->cv);
+        pthread_mutex_destroy(&j->mu);
+        free(j->threads);
+        return CP_ENOMEM;
+    }
+    return CP_OK;
+}
+
+/* Runs the queued jobs to the end and joins the threads; submitting fails from now on. */
+static void jobs_stop(cp_http *h)
+{
+    http_jobs *j = &h->jobs;
+    pthread_mutex_lock(&j->mu);
+    j->stop = 1;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    for (size_t i = 0; i < j->nthreads; i++) pthread_join(j->threads[i], NULL);
+}
+
+/* After MHD stopped: nobody can submit any more. */
+static void jobs_free(cp_http *h)
+{
+    http_jobs *j = &h->jobs;
+    free(j->threads);
+    j->threads = NULL;
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
+}
+
+int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg)
+{
+    http_jobs *j = &h->jobs;
+    http_job *job = calloc(1, sizeof *job);
+    if (!job) return CP_ENOMEM;
+    job->fn = fn;
+    job->arg = arg;
+    pthread_mutex_lock(&j->mu);
+    if (j->stop) {
+        pthread_mutex_unlock(&j->mu);
+        free(job);
+        return CP_EIO;
+    }
+    if (j->tail) j->tail->next = job;
+    else j->head = job;
+    j->tail = job;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return CP_OK;
+}
+
 /* ---- errors ------------------------------------------------------------------------- */
 
 /* Copies printable ASCII, '?' for anything else, so the text is valid UTF-8 JSON and
@@ -167,6 +256,7 @@ static void set_error(http_out *o, unsigned status, const char *code, const char
     o->status = status;
     o->content_type = NULL;
     o->disposition[0] = 0;
+    o->nhdr = 0;
     o->json = json_pack("{s:s,s:s}", "error", msg, "code", code);
 }
 
@@ -209,6 +299,16 @@ void http_oom(http_out *o)
 {
     http_error(o, 503, "overloaded", "out of memory while building the response");
     o->retry_after = 5;
+}
+
+void http_out_header(http_out *o, const char *name, const char *fmt, ...)
+{
+    if (o->nhdr >= CP_ARRAY_LEN(o->hdr)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->hdr[o->nhdr].value, sizeof o->hdr[o->nhdr].value, fmt, ap);
+    va_end(ap);
+    o->hdr[o->nhdr++].name = name;
 }
 
 /* ---- arguments ------------------------------------------------------------------------- */
@@ -273,11 +373,22 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 
 /* ---- per-request state --------------------------------------------------------------- */
 
-typedef struct http_req {
-    cp_buf body;
-    int body_too_large;
-    int keep_body;        /* POST: the body is kept (bounded), otherwise discarded */
-} http_req;
+/* MHD's URI log callback: the first thing MHD tells about a request, with the target as
+ * sent. Upload paths are percent-decoded per segment by us (dumps-http.md §3), so the raw
+ * form is kept; what it returns becomes the request's con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    (void)cls;
+    (void)c;
+    http_req *rq = calloc(1, sizeof *rq);
+    if (!rq) return NULL;
+    rq->raw_url = strdup(uri ? uri : "");
+    if (!rq->raw_url) {
+        free(rq);
+        return NULL;
+    }
+    return rq;
+}
 
 /* Takes the body bytes MHD hands over, keeping at most HTTP_MAX_BODY_BYTES. */
 static void req_take_body(http_req *rq, const char *data, size_t n)
@@ -296,20 +407,38 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     (void)why;
     http_req *rq = *con_cls;
     if (!rq) return;
+    if (rq->up) http_diag_free(rq->up); /* an upload cut off is dropped here */
     cp_buf_free(&rq->body);
+    free(rq->raw_url);
     free(rq);
     *con_cls = NULL;
 }
 
 /* ---- routing ------------------------------------------------------------------------- */
 
-enum { M_GET = 1, M_POST = 2 };
+enum { M_GET = 1, M_POST = 2, M_DELETE = 4 };
 
 static int method_bit(const char *m)
 {
     if (!strcmp(m, MHD_HTTP_METHOD_GET) || !strcmp(m, MHD_HTTP_METHOD_HEAD)) return M_GET;
     if (!strcmp(m, MHD_HTTP_METHOD_POST)) return M_POST;
+    if (!strcmp(m, MHD_HTTP_METHOD_DELETE)) return M_DELETE;
     return 0;
+}
+
+static const char *allow_text(int allowed)
+{
+    switch (allowed) {
+    case M_GET: return "GET, HEAD";
+    case M_GET | M_POST: return "GET, HEAD, POST";
+    case M_GET | M_DELETE: return "GET, HEAD, DELETE";
+    default: return "GET, HEAD, POST, DELETE";
+    }
+}
+
+static int is_dump_view(const char *v)
+{
+    return !strcmp(v, "threads") || !strcmp(v, "top") || !strcmp(v, "profile");
 }
 
 /* Splits "/api/v1/<a>[/<b>[/<c>]]" into its parts (pointers into buf). Returns the
@@ -334,13 +463,33 @@ static int split_path(const char *url, char *buf, size_t buflen, char *parts[3])
 }
 
 /* Runs the endpoint for (method, path) or sets a 404/405. */
-static void route(cp_http *h, const char *url, int m, const http_args *a, http_req *rq, http_out *o)
+static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int m, const http_args *a,
+                  http_req *rq, http_out *o)
 {
     char buf[1024];
     char *p[3];
+    if (!strcmp(url, "/cdt/v2/download")) { /* the older collector's bulk download (§6.5) */
+        if (m != M_GET) {
+            http_error(o, 405, "method_not_allowed", "method not allowed here");
+            o->allow = allow_text(M_GET);
+        } else {
+            http_api_dumps_zip(h, a, 1, o);
+        }
+        return;
+    }
     int n = split_path(url, buf, sizeof buf, p);
     int allowed = 0; /* methods the path accepts */
-    if (n == 1) {
+    int dumps = 0;   /* a dumps path: routed below */
+    if (n >= 1 && (!strcmp(p[0], "dumps") || !strcmp(p[0], "gc") || !strcmp(p[0], "diagnostic"))) {
+        dumps = 1;
+        if (n == 1 && strcmp(p[0], "diagnostic")) allowed = M_GET;
+        else if (n == 2 && !strcmp(p[0], "dumps") && (!strcmp(p[1], "summary") || !strcmp(p[1], "download")))
+            allowed = M_GET;
+        else if (n == 2 && !strcmp(p[0], "dumps")) allowed = M_GET | M_DELETE;
+        else if (n == 3 && !strcmp(p[0], "dumps") && is_dump_view(p[2])) allowed = M_GET;
+        else if (n == 3 && !strcmp(p[0], "diagnostic") && !strcmp(p[1], "agent") && !strcmp(p[2], "updates"))
+            allowed = M_GET;
+    } else if (n == 1) {
         if (!strcmp(p[0], "health")) allowed = M_GET;
         else if (!strcmp(p[0], "time")) allowed = M_GET;
         else if (!strcmp(p[0], "config")) allowed = M_GET;
@@ -359,7 +508,19 @@ static void route(cp_http *h, const char *url, int m, const http_args *a, http_r
     }
     if (!(allowed & m)) {
         http_error(o, 405, "method_not_allowed", "method not allowed here");
-        o->allow = allowed == M_GET ? "GET, HEAD" : "GET, HEAD, POST";
+        o->allow = allow_text(allowed);
+        return;
+    }
+    if (dumps) {
+        if (!strcmp(p[0], "diagnostic")) /* the agent's self-update probe (§7.4): no installer here */
+            http_error(o, 404, "not_found", "no agent update package is configured");
+        else if (!strcmp(p[0], "gc")) http_api_gc(h, a, o);
+        else if (n == 1) http_api_dumps(h, a, o);
+        else if (n == 2 && !strcmp(p[1], "summary")) http_api_dumps_summary(h, a, o);
+        else if (n == 2 && !strcmp(p[1], "download")) http_api_dumps_zip(h, a, 0, o);
+        else if (n == 2 && m == M_DELETE) http_api_dump_delete(h, a, p[1], o);
+        else if (n == 2) http_api_dump(h, conn, a, p[1], o);
+        else http_api_dump_view(h, a, p[1], p[2], o);
         return;
     }
     if (n == 1) {
@@ -389,7 +550,7 @@ static struct MHD_Response *make_response(http_out *o)
     struct MHD_Response *r = o->stream;
     o->stream = NULL;
     if (!r && o->json) {
-        char *text = json_dumps(o->json, JSON_COMPACT);
+        char *text = json_dumps(o->json, JSON_COMPACT | JSON_REAL_PRECISION(15));
         if (!text) return NULL;
         cp_buf_reset(&o->body);
         int st = cp_buf_append(&o->body, text, strlen(text));
@@ -406,6 +567,7 @@ static struct MHD_Response *make_response(http_out *o)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (o->disposition[0]) MHD_add_response_header(r, "Content-Disposition", o->disposition);
+    for (size_t i = 0; i < o->nhdr && i < CP_ARRAY_LEN(o->hdr); i++) MHD_add_response_header(r, o->hdr[i].name, o->hdr[i].value);
     if (o->allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, o->allow);
     if (o->retry_after > 0) {
         char v[16];
@@ -448,6 +610,39 @@ static enum MHD_Result send_out(cp_http *h, struct MHD_Connection *conn, const c
     return ret;
 }
 
+static void out_init(http_out *o)
+{
+    memset(o, 0, sizeof *o);
+    o->status = 200;
+    cp_buf_init(&o->body);
+}
+
+static int is_diag_path(const char *url)
+{
+    return !strncmp(url, "/diagnostic/", 12) || !strcmp(url, "/diagnostic");
+}
+
+/* /diagnostic requests: the upload state machine of upload.c. */
+static enum MHD_Result on_diag(cp_http *h, struct MHD_Connection *conn, const char *method, const char *url,
+                               const char *upload_data, size_t *upload_data_size, http_req *rq)
+{
+    http_out o;
+    if (!rq->diag) { /* headers only */
+        rq->diag = 1;
+        out_init(&o);
+        if (http_diag_begin(h, conn, rq->raw_url, method, &rq->up, &o) == 0) return MHD_YES;
+        return send_out(h, conn, method, url, &o);
+    }
+    if (*upload_data_size) {
+        http_diag_data(rq->up, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    out_init(&o);
+    if (http_diag_finish(h, rq->up, &o) == 0) return MHD_YES; /* suspended until a worker finishes */
+    return send_out(h, conn, method, url, &o);
+}
+
 /* MHD's access handler (see the file comment for the call sequence). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
@@ -456,13 +651,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     cp_http *h = cls;
     (void)version;
     http_req *rq = *con_cls;
-    if (!rq) { /* headers only */
-        rq = calloc(1, sizeof *rq);
-        if (!rq) return MHD_NO;
+    if (!rq) return MHD_NO; /* on_uri could not allocate */
+    if (rq->diag || (!rq->seen && is_diag_path(url)))
+        return on_diag(h, conn, method, url, upload_data, upload_data_size, rq);
+    if (!rq->seen) { /* headers only */
+        rq->seen = 1;
         rq->keep_body = method_bit(method) == M_POST;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (rq->keep_body && cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY_BYTES) rq->body_too_large = 1;
-        *con_cls = rq;
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -471,18 +667,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     http_out o;
-    memset(&o, 0, sizeof o);
-    o.status = 200;
-    cp_buf_init(&o.body);
+    out_init(&o);
     int m = method_bit(method);
     if (!m) {
         http_error(&o, 405, "method_not_allowed", "method not allowed");
-        o.allow = "GET, HEAD, POST";
+        o.allow = "GET, HEAD, POST, DELETE";
     } else {
         http_args args;
         memset(&args, 0, sizeof args);
         MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
-        route(h, url, m, &args, rq, &o);
+        route(h, conn, url, m, &args, rq, &o);
     }
     return send_out(h, conn, method, url, &o);
 }
@@ -558,7 +752,14 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
      * arrive together with the client's FIN is sometimes never noticed as ended, and the
      * connection sits until its timeout. poll is level-triggered; a thread serves at most
      * a few hundred connections, where poll costs nothing. */
-    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+    if (jobs_start(h, cfg->dump_workers ? cfg->dump_workers : 2) != CP_OK) {
+        snprintf(err, errlen, "http: cannot start the upload workers");
+        pool_free(&h->pool);
+        free(h);
+        return CP_ENOMEM;
+    }
+    unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
+                     (ipv6 ? MHD_USE_IPv6 : 0);
     h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, h,
                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, /* first: MHD wants it so */
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -568,10 +769,13 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
                                  MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                                 MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
                                  MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, errlen, "http: cannot listen on %s:%d: %s", cfg->host ? cfg->host : "0.0.0.0", cfg->port,
                  strerror(errno));
+        jobs_stop(h);
+        jobs_free(h);
         pool_free(&h->pool);
         free(h);
         return CP_EIO;
@@ -589,7 +793,12 @@ int cp_http_port(const cp_http *h) { return h->port; }
 void cp_http_stop(cp_http *h)
 {
     if (!h) return;
+    /* Workers first: each finishes its upload and resumes its connection, so MHD has no
+     * suspended connection left when it stops. A request arriving meanwhile cannot submit
+     * and answers 503. */
+    jobs_stop(h);
     MHD_stop_daemon(h->daemon); /* joins the threads; pending responses are freed */
+    jobs_free(h);
     pool_free(&h->pool);
     free(h);
 }

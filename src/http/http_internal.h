@@ -47,12 +47,35 @@ typedef struct http_pool {
 
 /* ---- the server ---------------------------------------------------------------------- */
 
+/* ---- worker threads (finishing uploads) ---------------------------------------------- */
+
+typedef struct http_job {
+    void (*fn)(void *arg);
+    void *arg;
+    struct http_job *next;
+} http_job;
+
+typedef struct http_jobs {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t *threads;
+    size_t nthreads;
+    http_job *head, *tail;
+    int stop;
+} http_jobs;
+
+/* ---- the server ---------------------------------------------------------------------- */
+
 struct cp_http {
     const cp_http_config *cfg;
     struct MHD_Daemon *daemon;
     int port;
     http_pool pool;
+    http_jobs jobs;
 };
+
+/* Runs fn(arg) on a worker thread. CP_OK, or CP_EIO when the workers are stopping. */
+int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg);
 
 /* Logs through cfg->log (no-op without one). */
 void http_log(const cp_http *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -62,6 +85,20 @@ void http_log(const cp_http *h, int level, const char *fmt, ...) __attribute__((
 int http_pool_acquire(cp_http *h, cp_reader **out, char *err, size_t errlen);
 /* Gives a reader back; broken = it failed a query (it is closed, not reused). */
 void http_pool_release(cp_http *h, cp_reader *r, int broken);
+
+/* ---- a request's state (MHD's con_cls) ---------------------------------------------------- */
+
+typedef struct http_upload http_upload;
+
+typedef struct http_req {
+    char *raw_url;        /* the request target before MHD decodes it (query string included) */
+    int seen;             /* the first (headers-only) call happened */
+    cp_buf body;
+    int body_too_large;
+    int keep_body;        /* POST: the body is kept (bounded), otherwise discarded */
+    int diag;             /* a /diagnostic request */
+    http_upload *up;      /* its state (upload.c); NULL before the first call */
+} http_req;
 
 /* ---- request arguments --------------------------------------------------------------- */
 
@@ -83,14 +120,22 @@ const http_arg *http_arg_get(const http_args *a, const char *key);
 
 typedef struct http_out {
     unsigned status;             /* HTTP status, default 200 */
+    struct {
+        const char *name;        /* static string */
+        char value[200];
+    } hdr[4];                    /* extra headers (ETag, Content-Range, ...) */
+    size_t nhdr;
     cp_buf body;                 /* response bytes (when neither json nor stream is set) */
     json_t *json;                /* a jansson value to send instead of body */
     const char *content_type;    /* NULL = application/json; charset=utf-8 */
-    char disposition[256];       /* Content-Disposition value; "" = none */
+    char disposition[1024];      /* Content-Disposition value; "" = none */
     const char *allow;           /* Allow header (405) */
     int retry_after;             /* Retry-After seconds (503); 0 = none */
     struct MHD_Response *stream; /* a ready response (streamed export) */
 } http_out;
+
+/* Adds an extra response header (ignored beyond 4). */
+void http_out_header(http_out *o, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* http_pool_acquire for a request: 0, or -1 with the answer set (503 with Retry-After
  * when no reader frees up or none opens, 500 when out of memory). */
@@ -171,5 +216,32 @@ void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out
 void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_tree_get(cp_http *h, const http_args *a, http_out *o);
 void http_api_tree_post(cp_http *h, const http_args *a, const cp_buf *body, int body_too_large, http_out *o);
+
+/* ---- diagnostic files (upload.c, api_dumps.c, dumpzip.c) ---------------------------------- */
+
+/* /diagnostic/... requests (dumps-http.md §4). begin: the first call (headers only);
+ * returns 1 with the answer in o (a bad path, a refused namespace, a wrong method...), or
+ * 0 with *out set to receive the body. data: body bytes. finish: the body ended; returns 1
+ * with the answer in o, or 0 when the connection was suspended while a worker finishes
+ * the upload (MHD calls the handler again after the worker resumes it; finish is called
+ * again then and answers). free: the request is over (an upload not finished is dropped,
+ * leaving nothing). */
+int http_diag_begin(cp_http *h, struct MHD_Connection *conn, const char *raw_url, const char *method,
+                    http_upload **out, http_out *o);
+void http_diag_data(http_upload *u, const char *p, size_t n);
+int http_diag_finish(cp_http *h, http_upload *u, http_out *o);
+void http_diag_free(http_upload *u);
+
+void http_api_dumps(cp_http *h, const http_args *a, http_out *o);
+void http_api_dump(cp_http *h, struct MHD_Connection *conn, const http_args *a, const char *id, http_out *o);
+void http_api_dump_delete(cp_http *h, const http_args *a, const char *id, http_out *o);
+void http_api_dump_view(cp_http *h, const http_args *a, const char *id, const char *view, http_out *o);
+void http_api_dumps_summary(cp_http *h, const http_args *a, http_out *o);
+void http_api_gc(cp_http *h, const http_args *a, http_out *o);
+/* Bulk download: the zip of every file of the filters (legacy = the /cdt/v2/download form). */
+void http_api_dumps_zip(cp_http *h, const http_args *a, int legacy, http_out *o);
+/* Parses a dump filter's namespace/service/pod/type/from/to (from/to: epoch ms or ISO;
+ * the window bounds of /calls apply). 0, or -1 with the 400 in o. Strings point into a. */
+int http_dump_filter(cp_http *h, const http_args *a, cp_dump_filter *f, http_out *o);
 
 #endif

@@ -4,6 +4,7 @@
 #include "server/cp_server.h"
 #include "store/cp_catalog.h"
 #include "store/cp_cold.h"
+#include "store/cp_dumps.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -47,8 +48,35 @@ static void run_once(cp_coldtask *t)
         snprintf(line, sizeof line, "compaction failed (retried at the next run): %s", err);
         logf_(t, CP_LOG_ERROR, line);
     }
+    if (t->cfg.dumps && !t->stop) {
+        cp_dumps_compact_stats ds;
+        if (cp_dumps_compact(t->cfg.dumps, now - t->cfg.delay_ms, now, 0, on_progress, t, &ds, err, sizeof err) !=
+            CP_OK) {
+            char line[1100];
+            snprintf(line, sizeof line, "diagnostic files compaction failed (retried at the next run): %s", err);
+            logf_(t, CP_LOG_ERROR, line);
+        }
+    }
     if (t->stop || t->cfg.retention_ms <= 0 || now - t->last_retention < RETENTION_EVERY_MS) return;
     t->last_retention = now;
+    /* dumps first: their records go before the calls' retention deletes their Parquet files */
+    if (t->cfg.dumps) {
+        cp_dumps_retention_stats ds;
+        if (cp_dumps_retention(t->cfg.dumps, now - t->cfg.retention_ms, t->cfg.heap_keep, 0, now, &ds, err,
+                               sizeof err) != CP_OK) {
+            char line[1100];
+            snprintf(line, sizeof line, "diagnostic files retention failed (retried later): %s", err);
+            logf_(t, CP_LOG_ERROR, line);
+        } else if (ds.expired || ds.heaps_trimmed || ds.objects_deleted || ds.pending_swept) {
+            char line[256];
+            snprintf(line, sizeof line,
+                     "retention: %llu diagnostic files expired, %llu heap dumps beyond the newest %u per pod,"
+                     " %llu objects deleted, %llu orphaned uploads swept",
+                     (unsigned long long)ds.expired, (unsigned long long)ds.heaps_trimmed, t->cfg.heap_keep,
+                     (unsigned long long)ds.objects_deleted, (unsigned long long)ds.pending_swept);
+            logf_(t, CP_LOG_INFO, line);
+        }
+    }
     cp_retention_stats rs;
     if (cp_retention_run(t->cat, t->cfg.store, now - t->cfg.retention_ms, &rs, err, sizeof err) != CP_OK) {
         char line[1100];

@@ -69,6 +69,7 @@ void cp_server_close(cp_server *s);
  * applies the retention, through its own catalog connection. Several collectors sharing
  * one catalog each run one: claims keep them from compacting a window twice. */
 struct cp_ostore;
+struct cp_dumps;
 
 typedef struct cp_coldtask_config {
     const char *catalog;              /* catalog spec */
@@ -79,6 +80,10 @@ typedef struct cp_coldtask_config {
     int64_t delay_ms;                 /* windows are compacted this long after they end
                                        * (late calls and slow traces): default 15 min */
     int64_t retention_ms;             /* cold files older than this are deleted; 0 = keep */
+    struct cp_dumps *dumps;           /* diagnostic files compacted and expired with the calls
+                                       * (same delay and retention); NULL = none. Shared
+                                       * with the HTTP threads (thread-safe), not owned */
+    unsigned heap_keep;               /* heap dumps kept per pod (newest first); 0 = all */
     cp_server_log_fn log;             /* called from the task's thread */
     void *log_ud;
 } cp_coldtask_config;

@@ -21,7 +21,7 @@
 
 /* ---- migrations ---------------------------------------------------------------------------
  * Append only: a released migration is never edited. The tables, names and columns of
- * catalog_sqlite.c's migrations 1-3 with PostgreSQL types: epoch ms -> bigint, TEXT ->
+ * catalog_sqlite.c's migrations 1-4 with PostgreSQL types: epoch ms -> bigint, TEXT ->
  * text, BLOB -> bytea, booleans -> integer 0/1. */
 
 static const char *const migrations[] = {
@@ -99,6 +99,33 @@ static const char *const migrations[] = {
     "CREATE INDEX s3_files_claim ON s3_files (claim);"
     "CREATE TABLE inverted_indexes ("
     "  param_name text PRIMARY KEY, table_name text NOT NULL UNIQUE, created_time bigint NOT NULL);",
+
+    /* 4: diagnostic files (cp_dumps.h), as SQLite's migration 4 */
+    "ALTER TABLE dumps ADD COLUMN path text;"
+    "ALTER TABLE dumps ADD COLUMN file_name text;"
+    "ALTER TABLE dumps ADD COLUMN restart_pod text;"
+    "ALTER TABLE dumps ADD COLUMN dir_time bigint;"
+    "ALTER TABLE dumps ADD COLUMN capture_time bigint;"
+    "ALTER TABLE dumps ADD COLUMN received_time bigint;"
+    "ALTER TABLE dumps ADD COLUMN deleted_time bigint;"
+    "ALTER TABLE dumps ADD COLUMN state text NOT NULL DEFAULT 'complete' CHECK (state IN ('complete','deleted'));"
+    "ALTER TABLE dumps ADD COLUMN sha256 text;"
+    "ALTER TABLE dumps ADD COLUMN version bigint NOT NULL DEFAULT 1;"
+    "ALTER TABLE dumps ADD COLUMN location text NOT NULL DEFAULT 'hot' CHECK (location IN ('hot','object','cold'));"
+    "ALTER TABLE dumps ADD COLUMN object_key text;"
+    "ALTER TABLE dumps ADD COLUMN cold_row bigint;"
+    "ALTER TABLE dumps ADD COLUMN gc_rotation integer NOT NULL DEFAULT -1;"
+    "ALTER TABLE dumps ADD COLUMN claim text;"
+    "ALTER TABLE dumps ADD COLUMN claimed_by text;"
+    "ALTER TABLE dumps ADD COLUMN claimed_at bigint;"
+    "CREATE UNIQUE INDEX dumps_path ON dumps (path);"
+    "CREATE INDEX dumps_list ON dumps (dir_time, namespace, pod_name);"
+    "CREATE INDEX dumps_compact ON dumps (location, state, dir_time);"
+    "CREATE INDEX dumps_claim ON dumps (claim);"
+    "CREATE INDEX dumps_object_key ON dumps (object_key);"
+    "CREATE INDEX pod_restarts_ns_pod ON pod_restarts (namespace, pod_name);"
+    "CREATE TABLE dump_pending ("
+    "  object_key text PRIMARY KEY, node text NOT NULL, created_time bigint NOT NULL);",
 };
 
 int cp_catalog_pg_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }

@@ -99,6 +99,40 @@ static const char *const migrations[] = {
     "CREATE INDEX s3_files_claim ON s3_files (claim);"
     "CREATE TABLE inverted_indexes ("
     "  param_name TEXT PRIMARY KEY, table_name TEXT NOT NULL UNIQUE, created_time INTEGER NOT NULL);",
+
+    /* 4: diagnostic files (cp_dumps.h, dumps-http.md §7.1). Migration 1's dumps row (uuid
+     * = the file's id) gains: the upload path (one row per path: a re-upload replaces it
+     * in place, version + 1), the original name, the joined pod restart, the directory
+     * time (= created_time), capture / received / deleted times, state, SHA-256, where
+     * the bytes are (hot: binary_data; object: object_key; cold: row cold_row of the
+     * Parquet file object_key) and the compaction claim. dump_pending: objects being put
+     * (or left to delete) that no row may point at yet, for the orphan sweep. pod_restarts
+     * gains an index for the files' pod join (namespace, pod_name). */
+    "ALTER TABLE dumps ADD COLUMN path TEXT;"
+    "ALTER TABLE dumps ADD COLUMN file_name TEXT;"
+    "ALTER TABLE dumps ADD COLUMN restart_pod TEXT;"
+    "ALTER TABLE dumps ADD COLUMN dir_time INTEGER;"
+    "ALTER TABLE dumps ADD COLUMN capture_time INTEGER;"
+    "ALTER TABLE dumps ADD COLUMN received_time INTEGER;"
+    "ALTER TABLE dumps ADD COLUMN deleted_time INTEGER;"
+    "ALTER TABLE dumps ADD COLUMN state TEXT NOT NULL DEFAULT 'complete' CHECK (state IN ('complete','deleted'));"
+    "ALTER TABLE dumps ADD COLUMN sha256 TEXT;"
+    "ALTER TABLE dumps ADD COLUMN version INTEGER NOT NULL DEFAULT 1;"
+    "ALTER TABLE dumps ADD COLUMN location TEXT NOT NULL DEFAULT 'hot' CHECK (location IN ('hot','object','cold'));"
+    "ALTER TABLE dumps ADD COLUMN object_key TEXT;"
+    "ALTER TABLE dumps ADD COLUMN cold_row INTEGER;"
+    "ALTER TABLE dumps ADD COLUMN gc_rotation INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE dumps ADD COLUMN claim TEXT;"
+    "ALTER TABLE dumps ADD COLUMN claimed_by TEXT;"
+    "ALTER TABLE dumps ADD COLUMN claimed_at INTEGER;"
+    "CREATE UNIQUE INDEX dumps_path ON dumps (path);"
+    "CREATE INDEX dumps_list ON dumps (dir_time, namespace, pod_name);"
+    "CREATE INDEX dumps_compact ON dumps (location, state, dir_time);"
+    "CREATE INDEX dumps_claim ON dumps (claim);"
+    "CREATE INDEX dumps_object_key ON dumps (object_key);"
+    "CREATE INDEX pod_restarts_ns_pod ON pod_restarts (namespace, pod_name);"
+    "CREATE TABLE dump_pending ("
+    "  object_key TEXT PRIMARY KEY, node TEXT NOT NULL, created_time INTEGER NOT NULL);",
 };
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }

@@ -317,11 +317,12 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
 static void test_migrations(void **state)
 {
     (void)state;
-    assert_int_equal(cp_catalog_pg_schema_version(), 3);
+    assert_int_equal(cp_catalog_pg_schema_version(), 4);
+    assert_int_equal(cp_catalog_pg_schema_version(), cp_catalog_sqlite_schema_version());
     assert_non_null(cp_catalog_pg_migration(1));
-    assert_non_null(cp_catalog_pg_migration(3));
+    assert_non_null(cp_catalog_pg_migration(4));
     assert_null(cp_catalog_pg_migration(0));
-    assert_null(cp_catalog_pg_migration(4));
+    assert_null(cp_catalog_pg_migration(5));
     assert_true(cp_catalog_is_postgres("postgres://x/y"));
     assert_true(cp_catalog_is_postgres("postgresql://x/y"));
     assert_false(cp_catalog_is_postgres("/tmp/catalog.db"));
@@ -332,16 +333,20 @@ static void test_migrations(void **state)
     cat = open_cat(url); /* again: nothing to apply */
     cp_catalog_close(cat);
     PGconn *db = raw_connect(url);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 3);
-    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 3);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 4);
+    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 4);
     assert_true(q_int(db, "SELECT min(applied_ms) FROM schema_migrations") > T2023);
     static const char *const tables[] = {"pods", "pod_restarts", "dictionary", "params", "dumps", "s3_files",
-                                         "inventory", "streams", "call_counts", "inverted_indexes"};
+                                         "inventory", "streams", "call_counts", "inverted_indexes",
+                                         "dump_pending"};
     for (size_t i = 0; i < CP_ARRAY_LEN(tables); i++)
         assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename = '%s'", tables[i]), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'inventory'"
                                " AND column_name IN ('batch', 'claim', 'claimed_by', 'claimed_at')"),
                      4);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'dumps'"
+                               " AND column_name IN ('path', 'dir_time', 'state', 'version', 'location', 'claim')"),
+                     6);
     /* a database from a newer build is refused */
     PQclear(q(db, "INSERT INTO schema_migrations VALUES (99, 0)"));
     cp_catalog *bad;
@@ -394,7 +399,7 @@ static void test_concurrent_open(void **state)
     }
     pthread_barrier_destroy(&bar);
     PGconn *db = raw_connect(url);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 3);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), cp_catalog_pg_schema_version());
     PQfinish(db);
     drop_db(url);
 }

@@ -1,0 +1,79 @@
+/* sqldb.h -- private to src/store: one small SQL interface over SQLite and PostgreSQL, so
+ * logic that is the same on both catalogs (the diagnostic files, cp_dumps.h) is written
+ * once.
+ *
+ * SQL is written in the dialect both accept: "$1".."$n" placeholders (SQLite binds them
+ * as named parameters), ON CONFLICT, RETURNING, CAST(x AS bigint) instead of "::", no
+ * GREATEST, aggregates of bigints cast back to bigint (PostgreSQL's sum() is numeric).
+ *
+ * A connection is used by one thread at a time. Every function returns CP_OK or a
+ * negative status; cp_sqldb_errmsg() tells why.
+ */
+#ifndef CP_SQLDB_H
+#define CP_SQLDB_H
+
+#include "common/cp_common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum cp_sql_type { CP_SQL_NULL = 0, CP_SQL_I64, CP_SQL_TEXT, CP_SQL_BLOB } cp_sql_type;
+
+/* A parameter or a result column. TEXT and BLOB point at n bytes; a TEXT result is
+ * also NUL-terminated. Results are valid during the row callback only. */
+typedef struct cp_sql_val {
+    cp_sql_type type;
+    int64_t i;
+    const void *p;
+    size_t n;
+} cp_sql_val;
+
+static inline cp_sql_val cp_sql_null(void) { return (cp_sql_val){CP_SQL_NULL, 0, NULL, 0}; }
+static inline cp_sql_val cp_sql_i64(int64_t v) { return (cp_sql_val){CP_SQL_I64, v, NULL, 0}; }
+/* NULL s is SQL NULL. */
+static inline cp_sql_val cp_sql_text(const char *s)
+{
+    return s ? (cp_sql_val){CP_SQL_TEXT, 0, s, strlen(s)} : cp_sql_null();
+}
+static inline cp_sql_val cp_sql_textn(const char *s, size_t n) { return (cp_sql_val){CP_SQL_TEXT, 0, s, n}; }
+static inline cp_sql_val cp_sql_blob(const void *p, size_t n) { return (cp_sql_val){CP_SQL_BLOB, 0, p, n}; }
+
+/* A result column as text ("" for NULL) / integer (dflt for NULL). */
+static inline const char *cp_sql_str(const cp_sql_val *v)
+{
+    return v->type == CP_SQL_TEXT && v->p ? (const char *)v->p : "";
+}
+static inline int64_t cp_sql_int(const cp_sql_val *v, int64_t dflt) { return v->type == CP_SQL_I64 ? v->i : dflt; }
+
+/* Called once per result row; non-zero stops the statement and is returned by exec. */
+typedef int (*cp_sqldb_row_fn)(void *ud, const cp_sql_val *cols, size_t ncols);
+
+typedef struct cp_sqldb cp_sqldb;
+
+/* Opens a connection: "postgres://..." / "postgresql://..." (libpq URI) or a SQLite file
+ * (WAL, busy timeout 10 s, synchronous=FULL: a commit is durable when it returns). The
+ * schema is not touched (cp_catalog_open migrates). */
+int cp_sqldb_open(const char *spec, cp_sqldb **out, char *err, size_t errlen);
+void cp_sqldb_close(cp_sqldb *db);
+int cp_sqldb_is_pg(const cp_sqldb *db);
+
+/* Runs one statement with params p[0..np) ($1 = p[0]); fn(ud, row) for each result row
+ * (may be NULL); *changes (may be NULL) = rows inserted, updated or deleted. */
+int cp_sqldb_exec(cp_sqldb *db, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,
+                  int64_t *changes);
+
+/* A write transaction (SQLite: BEGIN IMMEDIATE, so it never has to upgrade a read lock). */
+int cp_sqldb_begin(cp_sqldb *db);
+int cp_sqldb_commit(cp_sqldb *db);
+/* Rolls back the open transaction, if any (never fails: a broken connection is noted). */
+void cp_sqldb_rollback(cp_sqldb *db);
+/* Inside a transaction: waits for the lock called (cls, key) until the transaction ends
+ * (PostgreSQL: pg_advisory_xact_lock, serialising nodes; SQLite: nothing to do, the
+ * write transaction already excludes every other writer). */
+int cp_sqldb_lock(cp_sqldb *db, int32_t cls, int32_t key);
+
+/* 1 when the connection is unusable (PostgreSQL connection lost): close it. */
+int cp_sqldb_broken(const cp_sqldb *db);
+const char *cp_sqldb_errmsg(const cp_sqldb *db);
+
+#endif
