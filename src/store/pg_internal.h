@@ -2,7 +2,7 @@
  * tier writer (pg_hot.c) and the binary COPY encoder (pg_copy.c).
  *
  * Layout of the PostgreSQL catalog: the same tables, names and columns as the SQLite one
- * (catalog_sqlite.c migrations 1-3, hot_schema.c), times as bigint epoch milliseconds.
+ * (catalog_sqlite.c migrations 1-4, hot_schema.c), times as bigint epoch milliseconds.
  * Differences that come from PostgreSQL being shared by several nodes:
  *   - row ids of the window tables come from one sequence (hot_ids, INCREMENT BY 1024:
  *     each nextval() is a block of 1024 ids), because several collectors write the same
