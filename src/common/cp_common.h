@@ -255,6 +255,14 @@ int cp_str16_eq_ascii(cp_str16 s, const char *ascii);
 
 /* Appends "..." with the UTF-8 text escaped for JSON. Invalid UTF-8 becomes U+FFFD. */
 int cp_json_str(cp_buf *out, const char *s, size_t n);
+/* Formats an error reason into err[0..errlen) (nothing when err is NULL or errlen 0). */
+void cp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Length of the well-formed UTF-8 sequence at p[0..left) (1..4; no overlongs, surrogates
+ * or code points past U+10FFFF), 0 if there is none. */
+size_t cp_utf8_seq(const uint8_t *p, size_t left);
+/* Appends s[0..n) as valid UTF-8, each byte that starts no valid sequence as U+FFFD
+ * (untrusted text on its way into JSON). CP_OK or CP_ENOMEM. */
+int cp_utf8_repair(cp_buf *out, const char *s, size_t n);
 int cp_json_str16(cp_buf *out, cp_str16 s);
 
 /* ---- misc -------------------------------------------------------------------------- */

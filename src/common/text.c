@@ -1,6 +1,8 @@
 /* text.c -- UTF-16BE (Java strings on the wire) to UTF-8, and JSON string escaping. */
 #include "cp_common.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static int put_utf8(cp_buf *out, uint32_t cp)
@@ -77,8 +79,16 @@ int cp_str16_eq_ascii(cp_str16 s, const char *ascii)
     return 1;
 }
 
-/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static size_t utf8_seq(const uint8_t *p, size_t left)
+void cp_set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+size_t cp_utf8_seq(const uint8_t *p, size_t left)
 {
     uint8_t c = p[0];
     size_t n;
@@ -96,6 +106,19 @@ static size_t utf8_seq(const uint8_t *p, size_t left)
     if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
     if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
     return n;
+}
+
+int cp_utf8_repair(cp_buf *out, const char *s, size_t n)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    if (cp_buf_reserve(out, n) != CP_OK) return CP_ENOMEM;
+    for (size_t i = 0; i < n;) {
+        size_t k = cp_utf8_seq(p + i, n - i);
+        int st = k ? cp_buf_append(out, p + i, k) : cp_buf_append(out, "\xEF\xBF\xBD", 3);
+        if (st != CP_OK) return st;
+        i += k ? k : 1;
+    }
+    return CP_OK;
 }
 
 int cp_json_str(cp_buf *out, const char *s, size_t n)
@@ -125,7 +148,7 @@ int cp_json_str(cp_buf *out, const char *s, size_t n)
             char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             st = cp_buf_append(out, e, 6);
         } else {
-            size_t k = utf8_seq(p + i, n - i);
+            size_t k = cp_utf8_seq(p + i, n - i);
             if (k == 0) {
                 st = cp_buf_append(out, "\xEF\xBF\xBD", 3);
                 k = 1;

@@ -12,58 +12,23 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid (overlongs, surrogates
- * and code points past U+10FFFF are invalid, as jansson has them). */
-static size_t utf8_seq(const unsigned char *p, size_t left)
-{
-    unsigned c = p[0], cp;
-    size_t n;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) n = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) n = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) n = 4, cp = c & 0x07;
-    else return 0;
-    if (left < n) return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    return n;
-}
-
 /* s as valid UTF-8 in b (NUL-terminated); CP_OK or CP_ENOMEM. */
 static int repair(cp_buf *b, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s), i = 0;
     cp_buf_reset(b);
-    while (i < n) {
-        size_t k = utf8_seq(p + i, n - i);
-        int st = k ? cp_buf_append(b, p + i, k) : cp_buf_append(b, "\xEF\xBF\xBD", 3);
-        if (st != CP_OK) return st;
-        i += k ? k : 1;
-    }
-    return cp_buf_putc(b, '\0');
+    int st = cp_utf8_repair(b, s, strlen(s));
+    return st == CP_OK ? cp_buf_putc(b, '\0') : st;
 }
 
-static int valid_utf8(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = strlen(s);
-    for (size_t i = 0, k; i < n; i += k)
-        if ((k = utf8_seq(p + i, n - i)) == 0) return 0;
-    return 1;
-}
-
-static json_t *dj_str(const char *s)
+json_t *http_json_text(const char *s)
 {
     if (!s) s = "";
-    if (valid_utf8(s)) return json_string_nocheck(s);
+    size_t n = strlen(s), i = 0, k;
+    while (i < n && (k = cp_utf8_seq((const uint8_t *)s + i, n - i)) > 0) i += k;
+    if (i == n) return json_stringn_nocheck(s, n);
     cp_buf b;
     cp_buf_init(&b);
-    json_t *v = repair(&b, s) == CP_OK ? json_string_nocheck((const char *)b.data) : NULL;
+    json_t *v = cp_utf8_repair(&b, s, n) == CP_OK ? json_stringn_nocheck((const char *)b.data, b.len) : NULL;
     cp_buf_free(&b);
     return v;
 }
@@ -134,7 +99,7 @@ static json_t *thread_json(const cp_td_thread *t)
     if (!o) return NULL;
     char tid[24];
     snprintf(tid, sizeof tid, "0x%016" PRIx64, t->tid);
-    dj_set(o, "name", dj_str(t->name), &bad);
+    dj_set(o, "name", http_json_text(t->name), &bad);
     dj_set(o, "seq", dj_int(t->seq), &bad);
     dj_set(o, "daemon", json_boolean(t->daemon), &bad);
     dj_set(o, "priority", dj_int(t->prio), &bad);
@@ -143,11 +108,11 @@ static json_t *thread_json(const cp_td_thread *t)
     dj_set(o, "elapsed_s", dj_real(t->elapsed_s), &bad);
     dj_set(o, "tid", t->tid ? json_string_nocheck(tid) : json_null(), &bad);
     dj_set(o, "nid", dj_int(t->nid), &bad);
-    dj_set(o, "state", dj_str(t->state), &bad);
-    dj_set(o, "state_detail", dj_str(t->state_detail), &bad);
-    dj_set(o, "header_state", dj_str(t->header_state), &bad);
+    dj_set(o, "state", http_json_text(t->state), &bad);
+    dj_set(o, "state_detail", http_json_text(t->state_detail), &bad);
+    dj_set(o, "header_state", http_json_text(t->header_state), &bad);
     json_t *frames = json_array(), *held = json_array(), *waited = json_array();
-    for (size_t i = 0; frames && i < t->nframes; i++) dj_push(frames, dj_str(t->frames[i].text), &bad);
+    for (size_t i = 0; frames && i < t->nframes; i++) dj_push(frames, http_json_text(t->frames[i].text), &bad);
     for (size_t i = 0; held && waited && i < t->nlocks; i++) {
         const cp_td_lock *l = &t->locks[i];
         const char *wk = wait_kind(l->kind);
@@ -157,8 +122,8 @@ static json_t *thread_json(const cp_td_thread *t)
             break;
         }
         if (wk) dj_set(lo, "kind", json_string_nocheck(wk), &bad);
-        dj_set(lo, "addr", dj_str(l->addr), &bad);
-        dj_set(lo, "class", dj_str(l->cls), &bad);
+        dj_set(lo, "addr", http_json_text(l->addr), &bad);
+        dj_set(lo, "class", http_json_text(l->cls), &bad);
         dj_set(lo, "frame", l->frame >= 0 ? json_integer(l->frame) : json_null(), &bad);
         dj_push(wk ? waited : held, lo, &bad);
     }
@@ -175,7 +140,7 @@ json_t *http_td_json(const cp_td *td)
     json_t *o = json_object();
     if (!o) return NULL;
     dj_set(o, "time_ms", dj_int(td->time_ms), &bad);
-    dj_set(o, "vm", dj_str(td->vm), &bad);
+    dj_set(o, "vm", http_json_text(td->vm), &bad);
     dj_set(o, "smr_length", dj_int(td->smr_length), &bad);
     dj_set(o, "java_threads", json_integer((json_int_t)td->java_threads), &bad);
     dj_set(o, "jni_global_refs", dj_int(td->jni_global_refs), &bad);
@@ -203,8 +168,8 @@ static json_t *row_json(const cp_top_row *r)
     char state[2] = {r->state, '\0'};
     if (!memchr("RSDTZI", r->state, 6) || !r->state) state[0] = '?';
     dj_set(o, "pid", dj_int(r->pid), &bad);
-    dj_set(o, "user", dj_str(r->user), &bad);
-    dj_set(o, "pr", dj_str(r->pr), &bad);
+    dj_set(o, "user", http_json_text(r->user), &bad);
+    dj_set(o, "pr", http_json_text(r->pr), &bad);
     dj_set(o, "ni", json_integer(r->ni), &bad);
     dj_set(o, "virt_kib", dj_real(r->virt_kib), &bad);
     dj_set(o, "res_kib", dj_real(r->res_kib), &bad);
@@ -213,7 +178,7 @@ static json_t *row_json(const cp_top_row *r)
     dj_set(o, "cpu_pct", dj_real(r->cpu_pct), &bad);
     dj_set(o, "mem_pct", dj_real(r->mem_pct), &bad);
     dj_set(o, "time_s", dj_real(r->time_s), &bad);
-    dj_set(o, "command", dj_str(r->command), &bad);
+    dj_set(o, "command", http_json_text(r->command), &bad);
     return dj_done(o, bad);
 }
 
@@ -224,8 +189,8 @@ json_t *http_top_json(const cp_top *top)
     json_t *o = json_object();
     if (!o) return NULL;
     dj_set(o, "pid", dj_int(top->pid), &bad);
-    dj_set(o, "clock", dj_str(top->clock), &bad);
-    dj_set(o, "uptime", dj_str(top->uptime), &bad);
+    dj_set(o, "clock", http_json_text(top->clock), &bad);
+    dj_set(o, "uptime", http_json_text(top->uptime), &bad);
     dj_set(o, "users", dj_int(top->users), &bad);
     json_t *load = json_array();
     for (int i = 0; load && i < 3; i++) dj_push(load, dj_real(top->load[i]), &bad);
@@ -283,8 +248,8 @@ json_t *http_gc_event_json(const cp_gc_event *e)
     if (!o) return NULL;
     dj_set(o, "time_ms", dj_int(e->time_ms), &bad);
     dj_set(o, "gc_id", dj_int(e->gc_id), &bad);
-    dj_set(o, "kind", dj_str(e->kind), &bad);
-    dj_set(o, "cause", dj_str(e->cause), &bad);
+    dj_set(o, "kind", http_json_text(e->kind), &bad);
+    dj_set(o, "cause", http_json_text(e->cause), &bad);
     dj_set(o, "duration_ms", dj_real(e->pause_ms), &bad);
     dj_set(o, "heap_before_kib", dj_int(e->before_kib), &bad);
     dj_set(o, "heap_after_kib", dj_int(e->after_kib), &bad);

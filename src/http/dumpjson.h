@@ -12,6 +12,9 @@
 
 #include <jansson.h>
 
+/* A JSON string of s (NULL: ""), invalid UTF-8 repaired (each bad byte U+FFFD). */
+json_t *http_json_text(const char *s);
+
 /* {"time_ms", "vm", "smr_length", "java_threads", "jni_global_refs", "jni_weak_refs",
  *  "deadlocks", "states": {"RUNNABLE": 19, "TIMED_WAITING (parking)": 25, ...},
  *  "threads": [{"name", "seq", "daemon", "priority", "os_priority", "cpu_ms", "elapsed_s",

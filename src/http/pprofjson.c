@@ -8,66 +8,14 @@
 
 #include <stdlib.h>
 
-/* Length of the well-formed UTF-8 sequence at p[0..n) (no overlongs, surrogates or
- * code points above U+10FFFF), 0 if it is not one. */
-static size_t utf8_seq_len(const uint8_t *p, size_t n)
-{
-    uint8_t c = p[0];
-    size_t k;
-    uint32_t cp;
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) k = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) k = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) k = 4, cp = c & 0x07;
-    else return 0;
-    if (n < k) return 0;
-    for (size_t j = 1; j < k; j++) {
-        if ((p[j] & 0xC0) != 0x80) return 0;
-        cp = cp << 6 | (p[j] & 0x3F);
-    }
-    if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return k;
-}
-
-/* A JSON string of s (NULL: ""), repaired to valid UTF-8. NULL when out of memory. */
-static json_t *str_json(const char *s)
-{
-    if (!s) s = "";
-    const uint8_t *p = (const uint8_t *)s;
-    size_t n = strlen(s), i = 0;
-    while (i < n) {
-        size_t k = utf8_seq_len(p + i, n - i);
-        if (k == 0) break;
-        i += k;
-    }
-    if (i == n) return json_stringn(s, n);
-    cp_buf b;
-    cp_buf_init(&b);
-    if (cp_buf_reserve(&b, n + 16) != CP_OK) return NULL;
-    cp_buf_append(&b, s, i);
-    while (i < n) {
-        size_t k = utf8_seq_len(p + i, n - i);
-        int st = k ? cp_buf_append(&b, p + i, k) : cp_buf_append(&b, "\xEF\xBF\xBD", 3);
-        if (st != CP_OK) {
-            cp_buf_free(&b);
-            return NULL;
-        }
-        i += k ? k : 1;
-    }
-    json_t *j = json_stringn((const char *)b.data, b.len);
-    cp_buf_free(&b);
-    return j;
-}
-
 /* {"type", "unit"}, or null when the type is absent. */
 static json_t *value_type_json(const cp_pprof_value_type *vt)
 {
     if (!vt->type) return json_null();
     json_t *o = json_object();
     if (!o) return NULL;
-    if (json_object_set_new(o, "type", str_json(vt->type)) != 0 ||
-        json_object_set_new(o, "unit", str_json(vt->unit)) != 0) {
+    if (json_object_set_new(o, "type", http_json_text(vt->type)) != 0 ||
+        json_object_set_new(o, "unit", http_json_text(vt->unit)) != 0) {
         json_decref(o);
         return NULL;
     }
@@ -93,8 +41,8 @@ json_t *http_pprof_json(const cp_pprof *pf, size_t st, size_t top)
     for (size_t i = 0; i < n; i++) {
         json_t *r = json_object();
         if (!r || json_array_append_new(rows, r) != 0) goto fail;
-        if (json_object_set_new(r, "name", str_json(t[i].name)) != 0 ||
-            json_object_set_new(r, "file", str_json(t[i].file)) != 0 ||
+        if (json_object_set_new(r, "name", http_json_text(t[i].name)) != 0 ||
+            json_object_set_new(r, "file", http_json_text(t[i].file)) != 0 ||
             json_object_set_new(r, "flat", json_integer(t[i].flat)) != 0 ||
             json_object_set_new(r, "cum", json_integer(t[i].cum)) != 0)
             goto fail;

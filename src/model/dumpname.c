@@ -9,16 +9,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- kinds ------------------------------------------------------------------------------ */
 
 static const char *const kind_names[CP_DUMP_KIND_MAX + 1] = {
@@ -120,14 +110,14 @@ static int decode_segment(const char *name, const char *s, size_t n, char *out, 
         if (c == '%') {
             int hi = n - i >= 3 ? hex_digit(s[i + 1]) : -1, lo = n - i >= 3 ? hex_digit(s[i + 2]) : -1;
             if (hi < 0 || lo < 0) {
-                set_err(err, errlen, "%s has a bad percent escape at byte %zu", name, i);
+                cp_set_err(err, errlen, "%s has a bad percent escape at byte %zu", name, i);
                 return CP_EINVAL;
             }
             c = (char)(hi * 16 + lo);
             i += 2;
         }
         if (k == CP_DUMP_MAX_NAME) {
-            set_err(err, errlen, "%s is longer than %d bytes", name, CP_DUMP_MAX_NAME);
+            cp_set_err(err, errlen, "%s is longer than %d bytes", name, CP_DUMP_MAX_NAME);
             return CP_EINVAL;
         }
         out[k++] = c;
@@ -141,25 +131,25 @@ static int decode_segment(const char *name, const char *s, size_t n, char *out, 
 static int check_name(const char *name, const char *s, size_t n, char *err, size_t errlen)
 {
     if (n == 0) {
-        set_err(err, errlen, "%s is empty", name);
+        cp_set_err(err, errlen, "%s is empty", name);
         return CP_EINVAL;
     }
     if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.')) {
-        set_err(err, errlen, "%s is \"%s\"", name, n == 1 ? "." : "..");
+        cp_set_err(err, errlen, "%s is \"%s\"", name, n == 1 ? "." : "..");
         return CP_EINVAL;
     }
     for (size_t i = 0; i < n; i++) {
         uint8_t c = (uint8_t)s[i];
         if (c == '/') {
-            set_err(err, errlen, "%s contains '/'", name);
+            cp_set_err(err, errlen, "%s contains '/'", name);
             return CP_EINVAL;
         }
         if (c == '\\') {
-            set_err(err, errlen, "%s contains '\\'", name);
+            cp_set_err(err, errlen, "%s contains '\\'", name);
             return CP_EINVAL;
         }
         if (c < 0x20 || c == 0x7f) {
-            set_err(err, errlen, "%s contains control character 0x%02x at byte %zu", name, c, i);
+            cp_set_err(err, errlen, "%s contains control character 0x%02x at byte %zu", name, c, i);
             return CP_EINVAL;
         }
     }
@@ -168,11 +158,11 @@ static int check_name(const char *name, const char *s, size_t n, char *err, size
 
 int cp_dump_path_parse(const char *raw, size_t n, cp_dump_path *out, char *err, size_t errlen)
 {
-    set_err(err, errlen, "%s", "");
+    cp_set_err(err, errlen, "%s", "");
     size_t nseg = 1;
     for (size_t i = 0; i < n; i++) nseg += raw[i] == '/';
     if (nseg != 9) {
-        set_err(err, errlen, "%zu segments, expected 9 ({namespace}/{YYYY}/{MM}/{DD}/{HH}/{mm}/{ss}/{pod}/{file})",
+        cp_set_err(err, errlen, "%zu segments, expected 9 ({namespace}/{YYYY}/{MM}/{DD}/{HH}/{mm}/{ss}/{pod}/{file})",
                 nseg);
         return CP_EINVAL;
     }
@@ -201,12 +191,12 @@ int cp_dump_path_parse(const char *raw, size_t n, cp_dump_path *out, char *err, 
                 size_t k = len < 16 ? len : 16;
                 for (size_t i = 0; i < k; i++) shown[i] = dst[i] >= 0x20 && dst[i] < 0x7f ? dst[i] : '?';
                 shown[k] = '\0';
-                set_err(err, errlen, "%s \"%s%s\" is not %zu digits", seg_names[s], shown, len > 16 ? "..." : "",
+                cp_set_err(err, errlen, "%s \"%s%s\" is not %zu digits", seg_names[s], shown, len > 16 ? "..." : "",
                         width[s]);
                 return CP_EINVAL;
             }
             if (v < lo[s] || v > hi[s]) {
-                set_err(err, errlen, "%s %d is out of range (%0*d-%0*d)", seg_names[s], v, (int)width[s], lo[s],
+                cp_set_err(err, errlen, "%s %d is out of range (%0*d-%0*d)", seg_names[s], v, (int)width[s], lo[s],
                         (int)width[s], hi[s]);
                 return CP_EINVAL;
             }
@@ -215,7 +205,7 @@ int cp_dump_path_parse(const char *raw, size_t n, cp_dump_path *out, char *err, 
         start = end + 1;
     }
     if (date[3] > days_in_month(date[1], date[2])) {
-        set_err(err, errlen, "day %02d is not a day of %04d-%02d", date[3], date[1], date[2]);
+        cp_set_err(err, errlen, "day %02d is not a day of %04d-%02d", date[3], date[1], date[2]);
         return CP_EINVAL;
     }
     out->dir_ms = civil_ms(date[1], date[2], date[3], date[4], date[5], date[6]);
@@ -280,7 +270,7 @@ static int pprof_name_kind(const char *s, size_t n, cp_dump_kind *k)
 
 int cp_dump_name_classify(const char *file, cp_dump_name *out, char *err, size_t errlen)
 {
-    set_err(err, errlen, "%s", "");
+    cp_set_err(err, errlen, "%s", "");
     size_t n = strlen(file);
     out->kind = CP_DUMP_OTHER;
     out->stamp_ms = name_stamp(file, n);
@@ -304,7 +294,7 @@ int cp_dump_name_classify(const char *file, cp_dump_name *out, char *err, size_t
                ends_with(file, n, ".jfr") || ends_with(file, n, ".zip")) {
         out->kind = CP_DUMP_OTHER; /* hs_err_pid<N>.log is a *.log */
     } else {
-        set_err(err, errlen,
+        cp_set_err(err, errlen,
                 "unknown file name (expected *.td.txt, *.top.txt, *.hprof.zip, gc.log, gc.log.<N>, *.gc.log, *.pprof, "
                 "core, core.<N>, *.log, *.txt, *.hprof, *.jfr or *.zip)");
         return CP_EINVAL;

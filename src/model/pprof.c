@@ -13,16 +13,6 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- the parsed profile ------------------------------------------------------------------ */
 
 typedef struct pf_func {
@@ -99,7 +89,7 @@ static int gunzip(const uint8_t *p, size_t n, size_t max, cp_buf *out, char *err
         int rc = inflate(&z, Z_NO_FLUSH);
         out->len += before_out - z.avail_out;
         if (out->len > max) {
-            set_err(err, errlen, "profile inflates to more than %zu bytes", max);
+            cp_set_err(err, errlen, "profile inflates to more than %zu bytes", max);
             st = CP_ELIMIT;
             break;
         }
@@ -117,13 +107,13 @@ static int gunzip(const uint8_t *p, size_t n, size_t max, cp_buf *out, char *err
             break;
         }
         if (rc != Z_OK && rc != Z_BUF_ERROR) {
-            set_err(err, errlen, "corrupt gzip stream: %s", z.msg ? z.msg : "bad data");
+            cp_set_err(err, errlen, "corrupt gzip stream: %s", z.msg ? z.msg : "bad data");
             st = CP_ECORRUPT;
             break;
         }
         /* no progress possible with every input byte consumed: the stream was cut short */
         if (rc == Z_BUF_ERROR && z.avail_in == 0 && in_left == 0) {
-            set_err(err, errlen, "truncated gzip stream");
+            cp_set_err(err, errlen, "truncated gzip stream");
             st = CP_ECORRUPT;
             break;
         }
@@ -238,7 +228,7 @@ typedef struct pctx {
 
 static int corrupt(pctx *c, const char *what)
 {
-    set_err(c->err, c->errlen, "malformed profile: bad %s", what);
+    cp_set_err(c->err, c->errlen, "malformed profile: bad %s", what);
     return CP_ECORRUPT;
 }
 
@@ -387,7 +377,7 @@ static int parse_profile(pctx *c, const uint8_t *p, size_t n)
             if (wt != WT_LEN || pb_len(&r, &sub) != CP_OK) return corrupt(c, "length-delimited field");
             if (f == 1) {
                 if (pf->info.nsample_types == CP_ARRAY_LEN(pf->st_idx)) {
-                    set_err(c->err, c->errlen, "more than %zu sample types", CP_ARRAY_LEN(pf->st_idx));
+                    cp_set_err(c->err, c->errlen, "more than %zu sample types", CP_ARRAY_LEN(pf->st_idx));
                     return CP_ELIMIT;
                 }
                 st = parse_value_type(c, &sub, pf->st_idx[pf->info.nsample_types++]);
@@ -434,7 +424,7 @@ static int build_strings(pctx *c, const uint8_t *p)
 {
     cp_pprof *pf = c->pf;
     if (pf->nspans == 0 || pf->str_spans[0].len != 0) {
-        set_err(c->err, c->errlen, "malformed profile: %s", pf->nspans ? "string_table[0] is not empty" : "no string table");
+        cp_set_err(c->err, c->errlen, "malformed profile: %s", pf->nspans ? "string_table[0] is not empty" : "no string table");
         return CP_ECORRUPT;
     }
     size_t total = 0;
@@ -456,7 +446,7 @@ static int build_strings(pctx *c, const uint8_t *p)
 static int get_str(pctx *c, int64_t idx, const char **out, const char *what)
 {
     if (idx < 0 || (uint64_t)idx >= c->pf->nstrs) {
-        set_err(c->err, c->errlen, "malformed profile: %s string index %lld out of range (%zu strings)", what,
+        cp_set_err(c->err, c->errlen, "malformed profile: %s string index %lld out of range (%zu strings)", what,
                 (long long)idx, c->pf->nstrs);
         return CP_ECORRUPT;
     }
@@ -496,7 +486,7 @@ static int idindex_build(pctx *c, idindex *ix, size_t n, uint64_t (*id_at)(const
     qsort(ix->map, n, sizeof *ix->map, cmp_idmap);
     for (i = 0; i < n; i++) {
         if (ix->map[i].id == 0 || (i > 0 && ix->map[i].id == ix->map[i - 1].id)) {
-            set_err(c->err, c->errlen, "malformed profile: %s id %llu is %s", what, (unsigned long long)ix->map[i].id,
+            cp_set_err(c->err, c->errlen, "malformed profile: %s id %llu is %s", what, (unsigned long long)ix->map[i].id,
                     ix->map[i].id ? "duplicated" : "zero");
             return CP_ECORRUPT;
         }
@@ -562,7 +552,7 @@ static int resolve(pctx *c, const uint8_t *p)
     for (size_t i = 0; i < pf->nlines; i++) {
         uint32_t k;
         if (!idindex_find(&fix, pf->lines[i], &k)) {
-            set_err(c->err, c->errlen, "malformed profile: a line refers to function %llu, which does not exist",
+            cp_set_err(c->err, c->errlen, "malformed profile: a line refers to function %llu, which does not exist",
                     (unsigned long long)pf->lines[i]);
             st = CP_ECORRUPT;
             goto out;
@@ -572,7 +562,7 @@ static int resolve(pctx *c, const uint8_t *p)
     for (size_t i = 0; i < pf->nloc_ids; i++) {
         uint32_t k;
         if (!idindex_find(&lix, pf->loc_ids[i], &k)) {
-            set_err(c->err, c->errlen, "malformed profile: a sample refers to location %llu, which does not exist",
+            cp_set_err(c->err, c->errlen, "malformed profile: a sample refers to location %llu, which does not exist",
                     (unsigned long long)pf->loc_ids[i]);
             st = CP_ECORRUPT;
             goto out;
@@ -581,7 +571,7 @@ static int resolve(pctx *c, const uint8_t *p)
     }
     for (size_t i = 0; i < pf->nsamples; i++) {
         if (pf->samples[i].nval != in->nsample_types) {
-            set_err(c->err, c->errlen, "malformed profile: sample %zu has %u values for %zu sample types", i,
+            cp_set_err(c->err, c->errlen, "malformed profile: sample %zu has %u values for %zu sample types", i,
                     pf->samples[i].nval, in->nsample_types);
             st = CP_ECORRUPT;
             goto out;
@@ -617,12 +607,12 @@ void cp_pprof_free(cp_pprof *pf)
 int cp_pprof_parse(const uint8_t *p, size_t n, size_t max_inflated, cp_pprof **out, char *err, size_t errlen)
 {
     *out = NULL;
-    set_err(err, errlen, "%s", "");
+    cp_set_err(err, errlen, "%s", "");
     if (max_inflated == 0) max_inflated = CP_PPROF_MAX_INFLATED;
     /* 32-bit indexes inside: every element costs at least one byte */
     if (max_inflated > UINT32_MAX - 1) max_inflated = UINT32_MAX - 1;
     if (n == 0) {
-        set_err(err, errlen, "empty profile");
+        cp_set_err(err, errlen, "empty profile");
         return CP_ECORRUPT;
     }
     cp_buf raw;
@@ -633,14 +623,14 @@ int cp_pprof_parse(const uint8_t *p, size_t n, size_t max_inflated, cp_pprof **o
     if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b) {
         st = gunzip(p, n, max_inflated, &raw, err, errlen);
         if (st != CP_OK) {
-            if (st == CP_ENOMEM) set_err(err, errlen, "out of memory inflating the profile");
+            if (st == CP_ENOMEM) cp_set_err(err, errlen, "out of memory inflating the profile");
             cp_buf_free(&raw);
             return st;
         }
         pb_data = raw.data;
         pb_len_ = raw.len;
     } else if (n > max_inflated) {
-        set_err(err, errlen, "profile of %zu bytes is over the limit of %zu", n, max_inflated);
+        cp_set_err(err, errlen, "profile of %zu bytes is over the limit of %zu", n, max_inflated);
         return CP_ELIMIT;
     }
 
@@ -657,7 +647,7 @@ int cp_pprof_parse(const uint8_t *p, size_t n, size_t max_inflated, cp_pprof **o
     free(pf->str_spans);
     pf->str_spans = NULL;
     if (st != CP_OK) {
-        if (st == CP_ENOMEM) set_err(err, errlen, "out of memory decoding the profile");
+        if (st == CP_ENOMEM) cp_set_err(err, errlen, "out of memory decoding the profile");
         cp_pprof_free(pf);
         return st;
     }

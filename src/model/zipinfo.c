@@ -20,16 +20,6 @@
 #define MAX_ENTRIES 1000000u
 #define WINDOW (256u << 10)            /* > the largest entry: 46 + 3 * 65535 bytes */
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t le32(const uint8_t *p) { return (uint32_t)le16(p) | (uint32_t)le16(p + 2) << 16; }
 static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
@@ -46,13 +36,13 @@ typedef struct zrd {
 static int zread(zrd *z, void *dst, size_t n, uint64_t off)
 {
     if (off > z->size || n > z->size - off) {
-        set_err(z->err, z->errlen, "read of %zu bytes at %llu is past the end of the file", n, (unsigned long long)off);
+        cp_set_err(z->err, z->errlen, "read of %zu bytes at %llu is past the end of the file", n, (unsigned long long)off);
         return CP_ECORRUPT;
     }
     if (n == 0) return CP_OK;
     int st = z->pread(z->ud, dst, n, off);
     if (st != CP_OK) {
-        set_err(z->err, z->errlen, "cannot read %zu bytes at offset %llu: %s", n, (unsigned long long)off,
+        cp_set_err(z->err, z->errlen, "cannot read %zu bytes at offset %llu: %s", n, (unsigned long long)off,
                 cp_strstatus(st));
         return st < 0 ? st : CP_EIO;
     }
@@ -115,7 +105,7 @@ static int find_eocd(zrd *z, uint64_t *pos, uint8_t rec[EOCD_LEN])
     }
     free(buf);
     if (found == SIZE_MAX) {
-        set_err(z->err, z->errlen, "not a zip archive: no end of central directory record");
+        cp_set_err(z->err, z->errlen, "not a zip archive: no end of central directory record");
         return CP_ECORRUPT;
     }
     return CP_OK;
@@ -150,11 +140,11 @@ static int read_end_records(zrd *z, cdloc *loc)
         if (l[0] == 'P' && l[1] == 'K' && l[2] == 6 && l[3] == 7) {
             uint64_t zoff = le64(l + 8);
             if (le32(l + 4) != 0 || le32(l + 16) > 1) {
-                set_err(z->err, z->errlen, "multi-disk zip archives are not supported");
+                cp_set_err(z->err, z->errlen, "multi-disk zip archives are not supported");
                 return CP_ECORRUPT;
             }
             if (zoff > lpos || lpos - zoff < Z64_EOCD_LEN) {
-                set_err(z->err, z->errlen, "ZIP64 end record offset %llu is inconsistent with the locator at %llu",
+                cp_set_err(z->err, z->errlen, "ZIP64 end record offset %llu is inconsistent with the locator at %llu",
                         (unsigned long long)zoff, (unsigned long long)lpos);
                 return CP_ECORRUPT;
             }
@@ -163,11 +153,11 @@ static int read_end_records(zrd *z, cdloc *loc)
             if (st != CP_OK) return st;
             uint64_t rsize = le64(r + 4);
             if (r[0] != 'P' || r[1] != 'K' || r[2] != 6 || r[3] != 6) {
-                set_err(z->err, z->errlen, "no ZIP64 end record at offset %llu", (unsigned long long)zoff);
+                cp_set_err(z->err, z->errlen, "no ZIP64 end record at offset %llu", (unsigned long long)zoff);
                 return CP_ECORRUPT;
             }
             if (rsize < Z64_EOCD_LEN - 12 || rsize > lpos - zoff - 12) {
-                set_err(z->err, z->errlen, "ZIP64 end record size %llu is inconsistent", (unsigned long long)rsize);
+                cp_set_err(z->err, z->errlen, "ZIP64 end record size %llu is inconsistent", (unsigned long long)rsize);
                 return CP_ECORRUPT;
             }
             disk = le32(r + 16);
@@ -180,20 +170,20 @@ static int read_end_records(zrd *z, cdloc *loc)
         }
     }
     if (disk != 0 || cd_disk != 0 || disk_entries != loc->entries) {
-        set_err(z->err, z->errlen, "multi-disk zip archives are not supported");
+        cp_set_err(z->err, z->errlen, "multi-disk zip archives are not supported");
         return CP_ECORRUPT;
     }
     if (loc->cd_off > loc->limit || loc->cd_size > loc->limit - loc->cd_off) {
-        set_err(z->err, z->errlen, "central directory (offset %llu, %llu bytes) does not end before the end record at %llu",
+        cp_set_err(z->err, z->errlen, "central directory (offset %llu, %llu bytes) does not end before the end record at %llu",
                 (unsigned long long)loc->cd_off, (unsigned long long)loc->cd_size, (unsigned long long)loc->limit);
         return CP_ECORRUPT;
     }
     if (loc->entries > MAX_ENTRIES) {
-        set_err(z->err, z->errlen, "%llu entries, at most %u are read", (unsigned long long)loc->entries, MAX_ENTRIES);
+        cp_set_err(z->err, z->errlen, "%llu entries, at most %u are read", (unsigned long long)loc->entries, MAX_ENTRIES);
         return CP_ELIMIT;
     }
     if (loc->entries * CDH_LEN > loc->cd_size) {
-        set_err(z->err, z->errlen, "%llu entries do not fit a central directory of %llu bytes",
+        cp_set_err(z->err, z->errlen, "%llu entries do not fit a central directory of %llu bytes",
                 (unsigned long long)loc->entries, (unsigned long long)loc->cd_size);
         return CP_ECORRUPT;
     }
@@ -226,7 +216,7 @@ static int apply_zip64_extra(zrd *z, uint64_t i, const uint8_t *x, size_t xl, cd
             for (int k = 0; k < 3; k++) {
                 if (!vals[k]) continue;
                 if (left < 8) {
-                    set_err(z->err, z->errlen, "entry %llu: ZIP64 extra field of %u bytes is too short",
+                    cp_set_err(z->err, z->errlen, "entry %llu: ZIP64 extra field of %u bytes is too short",
                             (unsigned long long)i, sz);
                     return CP_ECORRUPT;
                 }
@@ -238,7 +228,7 @@ static int apply_zip64_extra(zrd *z, uint64_t i, const uint8_t *x, size_t xl, cd
         }
         pos += sz;
     }
-    set_err(z->err, z->errlen, "entry %llu: sizes need a ZIP64 extra field, which is missing", (unsigned long long)i);
+    cp_set_err(z->err, z->errlen, "entry %llu: sizes need a ZIP64 extra field, which is missing", (unsigned long long)i);
     return CP_ECORRUPT;
 }
 
@@ -247,13 +237,13 @@ static int read_entry(zrd *z, cdwin *w, uint64_t i, uint64_t pos, const cdloc *l
     const uint8_t *h;
     uint64_t left = w->end - pos;
     if (left < CDH_LEN) {
-        set_err(z->err, z->errlen, "entry %llu runs past the central directory", (unsigned long long)i);
+        cp_set_err(z->err, z->errlen, "entry %llu runs past the central directory", (unsigned long long)i);
         return CP_ECORRUPT;
     }
     int st = win_get(z, w, pos, CDH_LEN, &h);
     if (st != CP_OK) return st;
     if (h[0] != 'P' || h[1] != 'K' || h[2] != 1 || h[3] != 2) {
-        set_err(z->err, z->errlen, "entry %llu at offset %llu has no central directory signature",
+        cp_set_err(z->err, z->errlen, "entry %llu at offset %llu has no central directory signature",
                 (unsigned long long)i, (unsigned long long)pos);
         return CP_ECORRUPT;
     }
@@ -265,7 +255,7 @@ static int read_entry(zrd *z, cdwin *w, uint64_t i, uint64_t pos, const cdloc *l
     c->loff = le32(h + 42);
     c->total = CDH_LEN + c->name_len + xl + cl;
     if (left < c->total) {
-        set_err(z->err, z->errlen, "entry %llu runs past the central directory", (unsigned long long)i);
+        cp_set_err(z->err, z->errlen, "entry %llu runs past the central directory", (unsigned long long)i);
         return CP_ECORRUPT;
     }
     st = win_get(z, w, pos, c->total, &h);
@@ -275,7 +265,7 @@ static int read_entry(zrd *z, cdwin *w, uint64_t i, uint64_t pos, const cdloc *l
     if (st != CP_OK) return st;
     /* the entry's local header and data lie before the central directory */
     if (c->loff > loc->cd_off || loc->cd_off - c->loff < LFH_LEN || c->csize > loc->cd_off - c->loff - LFH_LEN) {
-        set_err(z->err, z->errlen,
+        cp_set_err(z->err, z->errlen,
                 "entry %llu: data at offset %llu (%llu bytes) does not fit before the central directory at %llu",
                 (unsigned long long)i, (unsigned long long)c->loff, (unsigned long long)c->csize,
                 (unsigned long long)loc->cd_off);
@@ -287,10 +277,10 @@ static int read_entry(zrd *z, cdwin *w, uint64_t i, uint64_t pos, const cdloc *l
 int cp_zip_probe(cp_dump_pread_fn pread, void *ud, uint64_t size, cp_zip_info *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    set_err(err, errlen, "%s", "");
+    cp_set_err(err, errlen, "%s", "");
     zrd z = {pread, ud, size, err, errlen};
     if (size < EOCD_LEN) {
-        set_err(err, errlen, "not a zip archive: %llu bytes", (unsigned long long)size);
+        cp_set_err(err, errlen, "not a zip archive: %llu bytes", (unsigned long long)size);
         return CP_ECORRUPT;
     }
     cdloc loc;
@@ -307,7 +297,7 @@ int cp_zip_probe(cp_dump_pread_fn pread, void *ud, uint64_t size, cp_zip_info *o
         st = read_entry(&z, &w, i, pos, &loc, &c);
         if (st != CP_OK) break;
         if (c.usize > UINT64_MAX - total) {
-            set_err(err, errlen, "uncompressed sizes overflow 64 bits at entry %llu", (unsigned long long)i);
+            cp_set_err(err, errlen, "uncompressed sizes overflow 64 bits at entry %llu", (unsigned long long)i);
             st = CP_ECORRUPT;
             break;
         }
