@@ -671,7 +671,19 @@ static void test_pod_join(void **state)
     agent_handshake(fd, 100605, "orders-x_1719318147399", "orders", "shop");
     uint8_t reply[36];
     agent_init(fd, "calls", 0, 1, reply);
-    usleep(300000); /* the restart is registered at the next commit */
+    /* the restart is registered at the server's next commit: wait until discovery lists it */
+    int seen = 0;
+    for (int i = 0; i < 200 && !seen; i++) {
+        cp_buf sv;
+        cp_buf_init(&sv);
+        int st = 0;
+        if (http_get(e.s.http_port, "/api/v1/services", &st, &sv, NULL) == 0 && st == 200 &&
+            memmem(sv.data, sv.len, "orders-x_1719318147399", 22))
+            seen = 1;
+        cp_buf_free(&sv);
+        if (!seen) usleep(50000);
+    }
+    if (!seen) server_fail(&e.s, "the pod restart never showed up in /api/v1/services");
     cp_buf small, body;
     cp_buf_init(&small);
     cp_buf_init(&body);
