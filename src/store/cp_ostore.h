@@ -52,6 +52,9 @@ typedef struct cp_ostore_ops {
     const char *name;            /* "dir" | "s3" */
     /* Uploads the local file at path under key (replacing it): atomic for readers. */
     int (*put_file)(cp_ostore *s, const char *key, const char *path, char *err, size_t errlen);
+    /* put_file that may consume the local file (NULL: not offered): a directory store on
+     * the same file system renames it into place. Call through cp_ostore_put_file_move. */
+    int (*put_file_move)(cp_ostore *s, const char *key, const char *path, char *err, size_t errlen);
     /* Uploads n bytes from memory. */
     int (*put)(cp_ostore *s, const char *key, const void *p, size_t n, char *err, size_t errlen);
     /* Streams an object of unknown size from a reader callback (heap dumps): read(ud,
@@ -85,6 +88,14 @@ struct cp_ostore {
 int cp_ostore_open(const cp_ostore_config *cfg, cp_ostore **out, char *err, size_t errlen);
 /* 1 if the key is acceptable (see above). */
 int cp_ostore_key_ok(const char *key);
+
+/* put_file where the local file may be gone afterwards (moved into the store); the caller
+ * removes path itself if it is still there. */
+static inline int cp_ostore_put_file_move(cp_ostore *s, const char *key, const char *path, char *err, size_t errlen)
+{
+    return s->ops->put_file_move ? s->ops->put_file_move(s, key, path, err, errlen)
+                                 : s->ops->put_file(s, key, path, err, errlen);
+}
 
 static inline void cp_ostore_close(cp_ostore *s)
 {

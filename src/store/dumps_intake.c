@@ -596,7 +596,8 @@ static int commit(cp_dump_upload *u, int64_t now_ms, cp_dump_meta *out, int *cre
         db = NULL;
         if (st == CP_OK) {
             char e[512];
-            st = d->store->ops->put_file(d->store, key, u->tmp, e, sizeof e);
+            /* a directory store takes the temp file as it is (renamed, not copied) */
+            st = cp_ostore_put_file_move(d->store, key, u->tmp, e, sizeof e);
             if (st != CP_OK) {
                 snprintf(err, errlen, "store %s: %s", key, e);
                 unput(d, key);

@@ -268,6 +268,36 @@ static int dir_put_file(cp_ostore *s, const char *key, const char *path, char *e
     return st;
 }
 
+/* put_file that may consume path: on the store's own file system the file is fsynced and
+ * renamed into place, so a heap dump of several GB is not copied a second time; on another
+ * file system it is copied (put_file) and path stays. */
+static int dir_put_file_move(cp_ostore *s, const char *key, const char *path, char *err, size_t errlen)
+{
+    dir_store *d = DS(s);
+    int st = check_key("put_file", key, err, errlen);
+    if (st != CP_OK) return st;
+    struct stat src, root;
+    if (stat(path, &src) != 0 || stat(d->root, &root) != 0 || src.st_dev != root.st_dev || !S_ISREG(src.st_mode))
+        return dir_put_file(s, key, path, err, errlen);
+    dir_tmp t;
+    memset(&t, 0, sizeof t);
+    t.fd = -1;
+    t.path = key_path(d, key);
+    t.dir = t.path ? parent_of(t.path) : NULL;
+    t.tmp = strdup(path);
+    if (!t.path || !t.dir || !t.tmp) {
+        tmp_free(&t);
+        return cp_ostore_fail(err, errlen, CP_ENOMEM, "put_file %s: out of memory", key);
+    }
+    if (make_parents(d, key, &t.created) != CP_OK || (t.fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+        st = fail_errno(d, err, errlen, "put_file", key);
+        tmp_free(&t);
+        return st == CP_ENOTFOUND ? CP_EIO : st;
+    }
+    (void)fchmod(t.fd, 0644); /* as put_file's copies are (the temp file may be 0600) */
+    return tmp_commit(d, "put_file", key, &t, err, errlen); /* fsync, rename, fsync the directory */
+}
+
 static int dir_put_stream(cp_ostore *s, const char *key, long (*rd)(void *ud, void *dst, size_t cap), void *ud,
                           char *err, size_t errlen)
 {
@@ -615,6 +645,7 @@ static void dir_close(cp_ostore *s)
 static const cp_ostore_ops dir_ops = {
     .name = "dir",
     .put_file = dir_put_file,
+    .put_file_move = dir_put_file_move,
     .put = dir_put,
     .put_stream = dir_put_stream,
     .size = dir_size,

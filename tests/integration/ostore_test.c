@@ -366,6 +366,26 @@ static void test_put_file_get_file(void **state)
     delete_all(f, "pf/");
 }
 
+/* put_file_move: the object is the file; a directory store on the same file system took
+ * the file itself (renamed, so it is gone locally), S3 copied it. */
+static void test_put_file_move(void **state)
+{
+    fixture *f = *state;
+    size_t n = 200 * 1024 + 3;
+    uint8_t *data = malloc(n);
+    fill_random(data, n, 7);
+    write_local(local(f, "mv.bin"), data, n);
+    OK(cp_ostore_put_file_move(f->st, "mv/a/b.bin", local(f, "mv.bin"), err_, sizeof err_));
+    assert_int_equal(obj_size(f, "mv/a/b.bin"), n);
+    OK(f->st->ops->get_file(f->st, "mv/a/b.bin", local(f, "mv.out"), err_, sizeof err_));
+    assert_file_is(local(f, "mv.out"), data, n);
+    struct stat sb;
+    int gone = stat(local(f, "mv.bin"), &sb) != 0;
+    assert_int_equal(gone, !strcmp(f->st->ops->name, "dir"));
+    free(data);
+    delete_all(f, "mv/");
+}
+
 typedef struct mem_reader {
     const uint8_t *p;
     size_t n, pos;
@@ -1052,6 +1072,7 @@ static int s3_uploads_in_progress(fixture *f, const char *key_prefix)
 
 #define STORE_CASES                                                                                                   \
     cmocka_unit_test(test_put_read), cmocka_unit_test(test_put_file_get_file), cmocka_unit_test(test_put_stream),   \
+        cmocka_unit_test(test_put_file_move),                                                                       \
         cmocka_unit_test(test_multipart_file), cmocka_unit_test(test_missing), cmocka_unit_test(test_bad_keys),     \
         cmocka_unit_test(test_list), cmocka_unit_test(test_list_many), cmocka_unit_test(test_delete),               \
         cmocka_unit_test(test_stream_abort), cmocka_unit_test(test_bad_secret)
