@@ -591,6 +591,7 @@ void http_api_gc(cp_http *h, const http_args *a, http_out *o)
     gc_ctx c = {0};
     char err[512] = "";
     int st = cp_dumps_list(h->cfg->dumps, &f, gc_file, &c, err, sizeof err);
+    if (st > 0) st = CP_OK; /* gc_file stopped the listing at GC_MAX_FILES: "truncated" */
     if (c.oom || st != CP_OK) {
         free(c.files);
         if (c.oom) http_oom(o);
@@ -733,6 +734,7 @@ void http_api_dumps_summary(cp_http *h, const http_args *a, http_out *o)
     }
     char err[512] = "";
     int st = cp_dumps_summary(h->cfg->dumps, &f, sum_row, &c, err, sizeof err);
+    if (st > 0 && !c.oom) st = CP_OK; /* sum_row stopped at SUMMARY_MAX_PODS: "truncated" */
     sum_close(&c);
     if (c.oom || st != CP_OK) {
         json_decref(c.pods);
@@ -740,6 +742,7 @@ void http_api_dumps_summary(cp_http *h, const http_args *a, http_out *o)
         else http_reader_error(o, st, "dump summary", err);
         return;
     }
-    o->json = json_pack("{s:I,s:I,s:o}", "from", (json_int_t)f.from_ms, "to", (json_int_t)f.to_ms, "pods", c.pods);
+    o->json = json_pack("{s:I,s:I,s:b,s:o}", "from", (json_int_t)f.from_ms, "to", (json_int_t)f.to_ms, "truncated",
+                        c.npods >= SUMMARY_MAX_PODS, "pods", c.pods);
     if (!o->json) http_oom(o);
 }

@@ -641,6 +641,19 @@ static void test_bad_input(void **state)
     assert_int_equal(store_heaps(&e), 0);
     assert_int_equal(listed(&e, "p"), 0);
 
+    /* more GC logs than one /gc request reads (500): the answer says truncated, not an error */
+    for (int i = 1; i <= 501; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "gc.log.%d", i);
+        upload_path(path, sizeof path, NS, "many", name);
+        assert_int_equal(put_len(port, path, gc1, sizeof gc1 - 1, &body), 201);
+    }
+    gc = get_json(&e, "/api/v1/gc?pod=many&from=1702965600000&to=1702965700000");
+    assert_true(json_is_true(json_object_get(gc, "truncated")));
+    assert_int_equal(json_integer_value(json_object_get(gc, "files")), 500);
+    assert_int_equal(json_array_size(json_object_get(gc, "pauses")), 1); /* one pause, repeated in every log */
+    json_decref(gc);
+
     /* the agent's self-update probe: 404 at once (§7.4); the legacy download wants its parameters */
     assert_int_equal(http_get(port, "/api/v1/diagnostic/agent/updates?forMD5=", &status, &body, NULL), 0);
     assert_int_equal(status, 404);
