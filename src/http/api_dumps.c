@@ -71,19 +71,13 @@ int http_dump_filter(cp_http *h, const http_args *a, cp_dump_filter *f, http_out
 /* An id path segment: a positive decimal. 0, or -1 with a 404 (no such resource). */
 static int parse_id(const char *s, int64_t *id, http_out *o)
 {
-    int64_t v = 0;
-    size_t n = strlen(s);
-    if (n == 0 || n > 18) goto bad;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') goto bad;
-        v = v * 10 + (s[i] - '0');
+    uint64_t v;
+    if (cp_parse_u64(s, INT64_MAX, &v) != CP_OK || v == 0) {
+        http_error(o, 404, "not_found", "no such dump");
+        return -1;
     }
-    if (v <= 0) goto bad;
-    *id = v;
+    *id = (int64_t)v;
     return 0;
-bad:
-    http_error(o, 404, "not_found", "no such dump");
-    return -1;
 }
 
 /* Gets the record of the id segment. 0, or -1 with the answer set. */

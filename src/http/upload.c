@@ -172,18 +172,13 @@ static int mp_begin(void *ud, const char *field, const char *filename, const cha
     u->cur = NULL;
     if (u->err_status || strcmp(field, "file") != 0) return CP_OK;
     cp_dump_path p = u->path;
-    if (u->nfiles > 0) {
+    if (u->nfiles > 0) { /* a further part: its own name, by the rules of a path segment */
+        char err[160];
         size_t n = strlen(filename);
-        if (n == 0 || n > CP_DUMP_MAX_NAME || strchr(filename, '/') || strchr(filename, '\\') ||
-            !strcmp(filename, ".") || !strcmp(filename, "..")) {
-            up_fail(u, 400, "bad_file_name", "part %zu has no usable file name", u->nfiles + 1);
+        if (cp_dump_segment_check("its file name", filename, n, err, sizeof err) != CP_OK) {
+            up_fail(u, 400, "bad_file_name", "part %zu: %s", u->nfiles + 1, err);
             return CP_OK;
         }
-        for (size_t i = 0; i < n; i++)
-            if ((unsigned char)filename[i] < 0x20 || filename[i] == 0x7f) {
-                up_fail(u, 400, "bad_file_name", "part %zu's file name has control characters", u->nfiles + 1);
-                return CP_OK;
-            }
         memcpy(p.file, filename, n + 1);
     }
     if (file_begin(u, &p) != 0) drop_files(u);

@@ -60,6 +60,10 @@ typedef struct cp_dump_path {
  * the segment: "month 13 is out of range", "10 segments, expected 9"...). */
 int cp_dump_path_parse(const char *raw, size_t n, cp_dump_path *out, char *err, size_t errlen);
 
+/* The rules above for one already decoded namespace, pod or file name s[0..n) (a
+ * multipart part's file name); what names it in the reason. CP_OK or CP_EINVAL. */
+int cp_dump_segment_check(const char *what, const char *s, size_t n, char *err, size_t errlen);
+
 /* ---- file name (dumps-http.md §3 "File names") --------------------------------------------- */
 
 typedef struct cp_dump_name {

@@ -156,6 +156,15 @@ static int check_name(const char *name, const char *s, size_t n, char *err, size
     return CP_OK;
 }
 
+int cp_dump_segment_check(const char *what, const char *s, size_t n, char *err, size_t errlen)
+{
+    if (n > CP_DUMP_MAX_NAME) {
+        cp_set_err(err, errlen, "%s is longer than %d bytes", what, CP_DUMP_MAX_NAME);
+        return CP_EINVAL;
+    }
+    return check_name(what, s, n, err, errlen);
+}
+
 int cp_dump_path_parse(const char *raw, size_t n, cp_dump_path *out, char *err, size_t errlen)
 {
     cp_set_err(err, errlen, "%s", "");
