@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/node-tools.sh -- installs the test-only Node.js tools of tests/tools/ (DuckDB's
 # @duckdb/node-api, hyparquet, hyparquet-compressors: the independent Parquet readers of
-# tests/integration/pq_interop_test.c) into tests/tools/node_modules.
+# tests/integration/pq_interop_test.c; playwright-core, which drives Debian's chromium in
+# tests/integration/ui_browser_test.c) into tests/tools/node_modules.
 #
 # * Installs Debian's nodejs and npm (apt-get --no-install-recommends) only when `node`
 #   is missing. Needs root, or sudo, then.
@@ -44,7 +45,7 @@ want=$(sha256sum "$lock" | cut -d' ' -f1)
 have=$(cat "$stamp" 2>/dev/null || true)
 if [[ ${NODE_TOOLS_FORCE:-0} != 1 && $want == "$have" &&
       -d $tools/node_modules/@duckdb/node-api && -d $tools/node_modules/hyparquet &&
-      -d $tools/node_modules/hyparquet-compressors ]]; then
+      -d $tools/node_modules/hyparquet-compressors && -d $tools/node_modules/playwright-core ]]; then
     say "up to date ($(node --version), tests/tools/node_modules)"
     exit 0
 fi
@@ -56,13 +57,13 @@ trap 'rm -f "$log"' EXIT
 if ! (cd "$tools" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1; then
     cat "$log" >&2
     if grep -qiE 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ECONNRESET|network|offline' "$log"; then
-        die "npm ci failed: the npm registry is not reachable (offline?). The Parquet interop test needs" \
-            "tests/tools/node_modules; it skips (exit 77) without it."
+        die "npm ci failed: the npm registry is not reachable (offline?). The Parquet interop and web UI" \
+            "browser tests need tests/tools/node_modules; they skip (exit 77) without it (outside CI)."
     fi
     die "npm ci failed in tests/tools (see above)"
 fi
 echo "$want" >"$stamp"
 say "installed: $(cd "$tools" && node -e '
   const l = require("./package-lock.json").packages;
-  console.log(["@duckdb/node-api", "hyparquet", "hyparquet-compressors"]
+  console.log(["@duckdb/node-api", "hyparquet", "hyparquet-compressors", "playwright-core"]
     .map(n => n + "@" + l["node_modules/" + n].version).join(" "))')"

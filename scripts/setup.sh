@@ -5,10 +5,18 @@
 #    installed packages are left alone (in particular an installed postgresql/libpq is
 #    not upgraded). apt-get update runs only when something must be installed.
 #    Needs root, or sudo.
-# 2. Configures and builds build/ (RelWithDebInfo).
+#    With SETUP_TEST_TOOLS=1 (scripts/test.sh sets it) also Debian's chromium, for the
+#    browser test of the web UI (tests/integration/ui_browser_test.c); serving needs none.
+# 2. Builds the web UI into ui/dist (scripts/ui-build.sh: Node.js from Debian when
+#    missing, npm ci when ui/package-lock.json changed, vite build), which the cmake
+#    build embeds in the binary.
+# 3. Configures and builds build/ (RelWithDebInfo).
 #
 # usage: scripts/setup.sh
 # env:   SETUP_NO_BUILD=1   only install packages
+#        SETUP_TEST_TOOLS=1 also install the browser the tests drive (chromium)
+#        SETUP_NO_UI=1      skip step 2 (the binary then serves the API and a "web UI not
+#                           built" page, unless an earlier ui/dist is there)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +27,7 @@ packages=(
     libuv1-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev
     libzstd-dev zlib1g-dev libssl-dev libcmocka-dev sqlite3 python3 unzip libarchive-tools
 )
+if [[ ${SETUP_TEST_TOOLS:-0} == 1 ]]; then packages+=(chromium); fi
 
 # ---- packages --------------------------------------------------------------------------
 missing=()
@@ -46,6 +55,11 @@ fi
 
 # ---- build -------------------------------------------------------------------------------
 if [[ ${SETUP_NO_BUILD:-0} == 1 ]]; then exit 0; fi
+# The UI first: the cmake build embeds ui/dist as it finds it.
+if [[ ${SETUP_NO_UI:-0} != 1 ]]; then
+    echo "setup: building the web UI (scripts/ui-build.sh)"
+    "$root/scripts/ui-build.sh"
+fi
 echo "setup: building build/ (RelWithDebInfo)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${CP_FIXTURES_DIR:+-DCP_FIXTURES_DIR="$CP_FIXTURES_DIR"}
 cmake --build build -j"$(nproc)"

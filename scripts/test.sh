@@ -98,7 +98,7 @@ asan_suite() {
 }
 
 section "0/3 setup: packages + build/ (scripts/setup.sh)"
-run_step setup none "$root/scripts/setup.sh"
+run_step setup none env SETUP_TEST_TOOLS=1 "$root/scripts/setup.sh"
 
 # The PostgreSQL + S3 pair of the storage suites (tests named *@pg-s3): a throwaway
 # PostgreSQL 15 cluster and a Swift all-in-one with s3api on loopback, stopped on exit.

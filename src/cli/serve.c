@@ -3,6 +3,7 @@
 #include "cli/cp_cli.h"
 #include "common/cp_fsutil.h"
 #include "http/cp_http.h"
+#include "query/cp_query.h"
 #include "server/cp_server.h"
 #include "store/cp_cold.h"
 #include "store/cp_hot.h"
@@ -35,6 +36,11 @@ static const char usage_text[] =
     "                           (CLOUDPROF_PROTOCOL_VERSION, default 100605)\n"
     "  --blacklist NS[,NS...]   namespaces to refuse with 88888888; repeatable\n"
     "                           (CLOUDPROF_BLACKLIST, default none)\n"
+    "  --idle-methods SUBSTR[,SUBSTR...]\n"
+    "                           more idle-loop methods (substrings of the method text) that\n"
+    "                           the calls API's hide_system filter hides, on top of the\n"
+    "                           built-in list (Quartz, LDAP, JMS AQ, listeners...); repeatable\n"
+    "                           (CLOUDPROF_IDLE_METHODS, default none)\n"
     "  --rotation KIND=PERIOD_MS:SIZE_BYTES[,KIND=...]\n"
     "                           rotation period/size answered to INIT, per stream; KIND is a\n"
     "                           stream name (trace, calls, xml, sql, dictionary, posDictionary,\n"
@@ -99,6 +105,8 @@ typedef struct serve_opts {
     const char *ready_file;
     const char **blacklist; /* points into argv / environ strings split in place */
     size_t nblacklist;
+    const char **idle_methods; /* the built-in list, then --idle-methods */
+    size_t nidle_methods;
     char *lists[64];        /* strdup'd comma lists we split, freed at exit */
     size_t nlists;
     int blacklist_from_flag;
@@ -110,6 +118,7 @@ static void opts_free(serve_opts *o)
 {
     for (size_t i = 0; i < o->nlists; i++) free(o->lists[i]);
     free(o->blacklist);
+    free(o->idle_methods);
 }
 
 /* ---- value parsers ------------------------------------------------------------------- */
@@ -207,6 +216,28 @@ static int add_blacklist(serve_opts *o, const char *list, char *why, size_t whyl
     return CP_OK;
 }
 
+static int add_idle_methods(serve_opts *o, const char *list, char *why, size_t whylen)
+{
+    char *copy = keep_copy(o, list);
+    if (!copy) {
+        snprintf(why, whylen, "too many --idle-methods values");
+        return CP_EINVAL;
+    }
+    if (!o->idle_methods) { /* the built-in list comes first */
+        o->idle_methods = malloc(cp_system_idle_default_count * sizeof *o->idle_methods);
+        if (!o->idle_methods) return CP_ENOMEM;
+        for (size_t i = 0; i < cp_system_idle_default_count; i++) o->idle_methods[i] = cp_system_idle_default[i];
+        o->nidle_methods = cp_system_idle_default_count;
+    }
+    for (char *save = NULL, *m = strtok_r(copy, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+        const char **b = realloc(o->idle_methods, (o->nidle_methods + 1) * sizeof *b);
+        if (!b) return CP_ENOMEM;
+        o->idle_methods = b;
+        b[o->nidle_methods++] = m;
+    }
+    return CP_OK;
+}
+
 /* KIND=PERIOD_MS:SIZE_BYTES[,KIND=...] */
 static int add_rotation(serve_opts *o, const char *spec, char *why, size_t whylen)
 {
@@ -250,6 +281,7 @@ enum {
     OPT_DATA,
     OPT_VERSION,
     OPT_BLACKLIST,
+    OPT_IDLE_METHODS,
     OPT_ROTATION,
     OPT_IDLE,
     OPT_MAXCONN,
@@ -285,6 +317,7 @@ static const struct {
     [OPT_DATA] = {"--data", "CLOUDPROF_DATA"},
     [OPT_VERSION] = {"--protocol-version", "CLOUDPROF_PROTOCOL_VERSION"},
     [OPT_BLACKLIST] = {"--blacklist", "CLOUDPROF_BLACKLIST"},
+    [OPT_IDLE_METHODS] = {"--idle-methods", "CLOUDPROF_IDLE_METHODS"},
     [OPT_ROTATION] = {"--rotation", "CLOUDPROF_ROTATION"},
     [OPT_IDLE] = {"--idle-timeout", "CLOUDPROF_IDLE_TIMEOUT"},
     [OPT_MAXCONN] = {"--max-connections", "CLOUDPROF_MAX_CONNECTIONS"},
@@ -334,6 +367,7 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
         }
         break;
     case OPT_BLACKLIST: st = add_blacklist(o, v, why, whylen); break;
+    case OPT_IDLE_METHODS: st = add_idle_methods(o, v, why, whylen); break;
     case OPT_ROTATION: st = add_rotation(o, v, why, whylen); break;
     case OPT_IDLE:
         if ((st = cp_parse_u64(v, UINT32_MAX / 1000, &n)) == CP_OK) o->cfg.idle_timeout_ms = (uint32_t)(n * 1000);
@@ -594,6 +628,8 @@ int cp_cli_serve(int argc, char **argv)
     o.http.dumps = dumps;
     o.http.blacklist = o.blacklist;
     o.http.nblacklist = o.nblacklist;
+    o.http.idle_methods = o.idle_methods;
+    o.http.nidle_methods = o.nidle_methods;
     o.http.open_reader = open_reader;
     o.http.open_reader_ud = &rctx;
     o.http.version = CP_VERSION_STRING;

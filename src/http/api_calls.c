@@ -9,10 +9,10 @@
 #include <string.h>
 
 /* Parameters of the filtered endpoints. */
-static const char *const calls_params[] = {"from", "to", "namespace", "service", "pod", "duration", "method",
-                                           "q", "error", "sort", "limit", "cursor", NULL};
-static const char *const stats_params[] = {"from", "to", "namespace", "service", "pod", "duration", "method",
-                                           "q", "error", "columns", NULL};
+static const char *const calls_params[] = {"from", "to", "namespace", "service", "pod", "pods", "hide_system", "duration",
+                                           "method", "q", "error", "sort", "limit", "cursor", NULL};
+static const char *const stats_params[] = {"from", "to", "namespace", "service", "pod", "pods", "hide_system", "duration",
+                                           "method", "q", "error", "columns", NULL};
 
 /* ---- the Call object ------------------------------------------------------------------ */
 

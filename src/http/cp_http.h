@@ -41,6 +41,10 @@ typedef struct cp_http_config {
     unsigned dump_workers;         /* threads finishing uploads, default 2 */
     size_t dump_parse_max;         /* bytes a parsed view (threads, top, gc, profile) loads, default 256 MiB */
     size_t dump_zip_max_files;     /* files in one bulk download, default 100 000 */
+    /* hide_system (ui.md §3.6): method substrings of idle loops; NULL = the built-in list
+     * (cp_system_idle_default). */
+    const char *const *idle_methods;
+    size_t nidle_methods;
     void (*log)(void *ud, int level, const char *msg); /* may be called from any HTTP thread */
     void *log_ud;
 } cp_http_config;

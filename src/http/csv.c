@@ -18,8 +18,8 @@
 #include <sys/types.h>
 #include <time.h>
 
-static const char *const csv_params[] = {"from", "to", "namespace", "service", "pod", "duration", "method",
-                                         "q", "error", "sort", NULL};
+static const char *const csv_params[] = {"from", "to", "namespace", "service", "pod", "pods", "hide_system", "duration",
+                                         "method", "q", "error", "sort", NULL};
 
 static const char csv_header[] =
     "Start (UTC);Duration (ms);CPU (ms);Suspended (ms);Queue (ms);Calls;Transactions;Disk read (B);"

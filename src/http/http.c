@@ -1,5 +1,6 @@
 /* http.c -- the HTTP server: libmicrohttpd setup, the reader pool, request bodies,
- * routing of /api/v1 and sending the responses the endpoint files build.
+ * routing of /api/v1 (and of the web UI's paths to ui.c) and sending the responses the
+ * endpoint files build.
  *
  * MHD runs an internal polling thread per pool thread (cfg->threads); a handler runs on
  * one of them and may block on the catalog (it takes a reader from the pool for the
@@ -564,7 +565,8 @@ static struct MHD_Response *make_response(http_out *o)
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
                             o->content_type ? o->content_type : "application/json; charset=utf-8");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    if (!MHD_get_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL)) /* the UI's files set their own */
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     if (o->disposition[0]) MHD_add_response_header(r, "Content-Disposition", o->disposition);
     for (size_t i = 0; i < o->nhdr && i < CP_ARRAY_LEN(o->hdr); i++) MHD_add_response_header(r, o->hdr[i].name, o->hdr[i].value);
@@ -656,7 +658,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return on_diag(h, conn, method, url, upload_data, upload_data_size, rq);
     if (!rq->seen) { /* headers only */
         rq->seen = 1;
-        rq->keep_body = method_bit(method) == M_POST;
+        rq->keep_body = method_bit(method) == M_POST && !http_ui_path(url); /* a UI POST is a 405 */
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (rq->keep_body && cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY_BYTES) rq->body_too_large = 1;
         return MHD_YES;
@@ -669,7 +671,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     http_out o;
     out_init(&o);
     int m = method_bit(method);
-    if (!m) {
+    if (http_ui_path(url)) {
+        http_ui_serve(conn, url, method, &o);
+    } else if (!m) {
         http_error(&o, 405, "method_not_allowed", "method not allowed");
         o.allow = "GET, HEAD, POST, DELETE";
     } else {

@@ -21,6 +21,7 @@ enum { HTTP_LOG_ERROR = 0, HTTP_LOG_WARN = 1, HTTP_LOG_INFO = 2, HTTP_LOG_DEBUG 
 #define HTTP_MAX_ARGS 32              /* query-string parameters per request */
 #define HTTP_MAX_NAME_BYTES 1024      /* namespace, service, pod, method, sort values */
 #define HTTP_MAX_Q_BYTES 4000         /* q: 1000 characters of up to 4 UTF-8 bytes */
+#define HTTP_MAX_PODS 1000            /* names in a pods list (each <= HTTP_MAX_NAME_BYTES) */
 #define HTTP_MAX_BODY_BYTES (1u << 20) /* POST /tree body (1000 ids need ~100 KB) */
 #define HTTP_MAX_RESPONSE_BYTES (64u << 20) /* a /calls page stops growing beyond this */
 #define HTTP_STATS_MAX_POINTS 5000    /* /calls/stats: points per response */
@@ -167,12 +168,34 @@ enum {
     HTTP_Q_COLUMNS = 4,  /* columns (stats) */
 };
 
+/* One name of a list parameter (pods), pointing into the query's copy of the value. */
+typedef struct http_name {
+    const char *s;
+    size_t n;
+} http_name;
+
+/* What the filter's match predicate checks (http_query_filter): the search and the pods
+ * list, each optional; a call must satisfy both. */
+typedef struct http_match {
+    const cp_search *search;
+    const http_name *pods;              /* sorted by bytes, no duplicates */
+    size_t npods;
+    int hide_system;                    /* drop cp_system_call() calls */
+    const char *const *idle;            /* their method list */
+    size_t nidle;
+} http_match;
+
 typedef struct http_query {
     int64_t from_ms, to_ms;
     char *ns, *service, *pod, *method;  /* owned copies; NULL = any */
     cp_duration_filter dur;
     cp_search *search;                  /* NULL = no q */
+    char *pods_text;                    /* pods: the value, split in place; NULL = any pod */
+    http_name *pods;
+    size_t npods;
+    http_match match;                   /* search + pods, for the filter's predicate */
     int errors_only;
+    int hide_system;                    /* ui.md §3.6 */
     cp_sort_col sort;
     int desc;
     size_t limit;
@@ -186,7 +209,7 @@ typedef struct http_query {
     size_t nparams;
 } http_query;
 
-/* Parses from, to, namespace, service, pod, duration, method, q, error and (per flags)
+/* Parses from, to, namespace, service, pod, pods, duration, method, q, error and (per flags)
  * sort, limit, cursor, columns. 0 if fine, else the 4xx is set in o. The query owns
  * copies of its strings: it may outlive the request (streamed export). */
 int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query *q, http_out *o);
@@ -216,6 +239,14 @@ void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out
 void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_tree_get(cp_http *h, const http_args *a, http_out *o);
 void http_api_tree_post(cp_http *h, const http_args *a, const cp_buf *body, int body_too_large, http_out *o);
+
+/* ---- the web UI (ui.c) ---------------------------------------------------------------------- */
+
+/* 1 if url belongs to the web UI: a path not under /api, /diagnostic or /cdt. */
+int http_ui_path(const char *url);
+/* Answers a UI path: GET/HEAD of a file of the embedded UI or of the page, 404 for an
+ * unknown file, 405 for other methods, 503 when the binary has no UI. */
+void http_ui_serve(struct MHD_Connection *conn, const char *url, const char *method, http_out *o);
 
 /* ---- diagnostic files (upload.c, api_dumps.c, dumpzip.c) ---------------------------------- */
 

@@ -1,5 +1,6 @@
 /* http_query.c -- the calls query from its text parameters (docs/API.md "Common filters"):
- * window, exact names, duration, method, q, error, sort, limit, cursor, columns.
+ * window, exact names, a list of pods, duration, method, q, error, sort, limit, cursor,
+ * columns.
  * Every value is untrusted: lengths are bounded, numbers strictly decimal, and any
  * problem is a 400 that names the parameter.
  */
@@ -171,13 +172,71 @@ static uint64_t hash_text(uint64_t h, char tag, const char *s)
 
 static uint64_t query_hash(const http_query *q, const char *qtext, size_t qlen)
 {
-    int64_t nums[7] = {q->from_ms, q->to_ms, q->dur.min_ms, q->dur.max_ms, q->errors_only, (int64_t)q->sort, q->desc};
+    int64_t nums[8] = {q->from_ms, q->to_ms, q->dur.min_ms, q->dur.max_ms, q->errors_only, (int64_t)q->sort, q->desc,
+                       q->hide_system};
     uint64_t h = hash_field(CP_FNV_SEED, 'N', nums, sizeof nums);
     h = hash_text(h, 'n', q->ns);
     h = hash_text(h, 's', q->service);
     h = hash_text(h, 'p', q->pod);
     h = hash_text(h, 'm', q->method);
+    if (q->npods) { /* sorted and unique: the same set in any order is the same filter */
+        uint64_t np = q->npods;
+        h = hash_field(h, 'P', &np, sizeof np);
+        for (size_t i = 0; i < q->npods; i++) h = hash_field(h, 'o', q->pods[i].s, q->pods[i].n);
+    }
     return hash_field(h, 'q', qtext, qlen);
+}
+
+/* Byte order, a prefix first. */
+static int name_cmp(const void *x, const void *y)
+{
+    const http_name *a = x, *b = y;
+    int c = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
+    return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+/* pods: a comma-separated list of exact pod names (at most HTTP_MAX_PODS, each 1 to
+ * HTTP_MAX_NAME_BYTES bytes), kept sorted and unique for bsearch. */
+static int get_pods(const http_args *a, http_query *q, http_out *o)
+{
+    const http_arg *x = http_arg_get(a, "pods");
+    if (!x || x->vlen == 0) return 0;
+    size_t n = 1;
+    for (size_t i = 0; i < x->vlen; i++) n += x->val[i] == ',';
+    if (n > HTTP_MAX_PODS) {
+        http_bad_param(o, "pods", "bad_parameter", "'pods' lists more than %d names", HTTP_MAX_PODS);
+        return -1;
+    }
+    q->pods_text = strndup(x->val, x->vlen);
+    q->pods = calloc(n, sizeof *q->pods);
+    if (!q->pods_text || !q->pods) {
+        http_oom(o);
+        return -1;
+    }
+    char *s = q->pods_text, *end = q->pods_text + x->vlen;
+    for (size_t i = 0; i < n; i++) {
+        char *comma = memchr(s, ',', (size_t)(end - s));
+        char *e = comma ? comma : end;
+        size_t len = (size_t)(e - s);
+        if (len == 0) {
+            http_bad_param(o, "pods", "bad_parameter", "'pods' has an empty name");
+            return -1;
+        }
+        if (len > HTTP_MAX_NAME_BYTES) {
+            http_bad_param(o, "pods", "bad_parameter", "a name in 'pods' is longer than %d bytes",
+                           HTTP_MAX_NAME_BYTES);
+            return -1;
+        }
+        *e = 0;
+        q->pods[i] = (http_name){s, len};
+        s = e + 1;
+    }
+    qsort(q->pods, n, sizeof *q->pods, name_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!u || name_cmp(&q->pods[u - 1], &q->pods[i]) != 0) q->pods[u++] = q->pods[i];
+    q->npods = u;
+    return 0;
 }
 
 /* duration and q, parsed by the query layer. */
@@ -250,8 +309,14 @@ int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query 
     if (http_parse_window(h, a, &q->from_ms, &q->to_ms, o) != 0) return -1;
     if (get_text(a, "namespace", HTTP_MAX_NAME_BYTES, &q->ns, o) || get_text(a, "service", HTTP_MAX_NAME_BYTES, &q->service, o) ||
         get_text(a, "pod", HTTP_MAX_NAME_BYTES, &q->pod, o) || get_text(a, "method", HTTP_MAX_NAME_BYTES, &q->method, o) ||
-        get_bool(a, "error", &q->errors_only, o) || get_duration_and_search(a, q, o))
+        get_bool(a, "error", &q->errors_only, o) || get_bool(a, "hide_system", &q->hide_system, o) ||
+        get_duration_and_search(a, q, o) || get_pods(a, q, o))
         return -1;
+    q->match = (http_match){q->search, q->pods, q->npods, q->hide_system, h->cfg->idle_methods, h->cfg->nidle_methods};
+    if (!q->match.idle) {
+        q->match.idle = cp_system_idle_default;
+        q->match.nidle = cp_system_idle_default_count;
+    }
     if ((flags & HTTP_Q_SORT) && get_sort(a, &q->sort, &q->desc, o)) return -1;
     if (flags & HTTP_Q_COLUMNS) {
         uint64_t c = q->columns;
@@ -275,13 +340,24 @@ void http_query_free(http_query *q)
     free(q->service);
     free(q->pod);
     free(q->method);
+    free(q->pods_text);
+    free(q->pods);
     cp_search_free(q->search);
     memset(q, 0, sizeof *q);
 }
 
 
-/* The filter's extra predicate: the search syntax. */
-static int match_search(void *ud, const cp_call_view *v) { return cp_search_match(ud, v); }
+/* The filter's extra predicate: the pods list, then the search syntax. */
+static int match_call(void *ud, const cp_call_view *v)
+{
+    const http_match *m = ud;
+    if (m->npods) {
+        http_name pod = {v->pod ? v->pod : "", v->pod ? v->pod_len : 0};
+        if (!bsearch(&pod, m->pods, m->npods, sizeof *m->pods, name_cmp)) return 0;
+    }
+    if (m->hide_system && cp_system_call(v, m->idle, m->nidle)) return 0;
+    return !m->search || cp_search_match(m->search, v);
+}
 
 void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f)
 {
@@ -294,9 +370,11 @@ void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f)
     f->min_duration_ms = q->dur.min_ms;
     f->max_duration_ms = q->dur.max_ms;
     f->errors_only = q->errors_only;
+    if (q->search || q->npods || q->hide_system) {
+        f->match = match_call;
+        f->match_ud = (void *)&q->match; /* read-only; q outlives the search */
+    }
     if (q->search) {
-        f->match = match_search;
-        f->match_ud = q->search;
         f->params = q->params;
         f->nparams = q->nparams;
     }

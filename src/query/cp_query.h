@@ -73,6 +73,19 @@ int cp_params_each(const char *json, size_t n, cp_params_fn fn, void *ud);
 typedef int (*cp_params_name_fn)(void *ud, const char *name, size_t nlen);
 int cp_params_walk(const char *json, size_t n, cp_params_name_fn name_fn, cp_params_fn fn, void *ud);
 
+/* ---- system calls (ui.md §3.6 "hide system/proxy calls") ---------------------------- */
+
+/* The default idle list: substrings of the method of scheduler, listener and cluster
+ * housekeeping loops. */
+extern const char *const cp_system_idle_default[];
+extern const size_t cp_system_idle_default_count;
+
+/* 1 if the call is a system call: its method contains one of idle[0..nidle), it carries
+ * `call.idle` or `async.absorbed`, or its method or `web.url` contains a probe or
+ * socket-read marker (SocketInputStream.read, /actuator/{ready,health,metrics,prometheus},
+ * /probes/{live,ready}, case-insensitively). Thread-safe. */
+int cp_system_call(const cp_call_view *v, const char *const *idle, size_t nidle);
+
 /* ---- sort columns ------------------------------------------------------------------ */
 
 /* "duration" / "-duration" (the API's field names, "-" = descending; "+" or nothing =

@@ -951,6 +951,41 @@ static void test_fnv(void **state)
     assert_true(cp_pod_hash("ns", 2, "pod-1", 5) == cp_fnv64(CP_FNV_SEED, "ns/pod-1", 8));
 }
 
+/* ui.md §3.6: what "hide system/proxy calls" hides. */
+static int sys(const char *method, const char *params)
+{
+    cp_call_view v = {method, strlen(method), "pod_1", 5, params, params ? strlen(params) : 0};
+    return cp_system_call(&v, cp_system_idle_default, cp_system_idle_default_count);
+}
+
+static void test_system_calls(void **state)
+{
+    (void)state;
+    /* work */
+    assert_int_equal(sys("void com.acme.OrderController.create() (OrderController.java:10) [app.jar]",
+                         "{\"web.url\":[\"http://x/api/orders\"],\"web.method\":[\"POST\"]}"), 0);
+    assert_int_equal(sys("void com.acme.Jobs.run()", NULL), 0);
+    assert_int_equal(sys("void com.acme.Jobs.run()", "{}"), 0);
+    /* the idle list */
+    assert_int_equal(sys("void org.quartz.core.QuartzSchedulerThread.run() (QuartzSchedulerThread.java:1) [quartz.jar]", "{}"), 1);
+    assert_int_equal(sys("void org.quartz.impl.jdbcjobstore.JobStoreSupport$MisfireHandler.run()", NULL), 1);
+    /* markers in the method or web.url, case-insensitively */
+    assert_int_equal(sys("int java.net.SocketInputStream.read(byte[])", NULL), 1);
+    assert_int_equal(sys("void com.acme.Web.handle()", "{\"web.url\":[\"http://10.1.2.3:8180/actuator/HEALTH\"]}"), 1);
+    assert_int_equal(sys("void com.acme.Web.handle()", "{\"web.url\":[\"/a\",\"/probes/ready\"]}"), 1);
+    /* a marker in another param is not a probe */
+    assert_int_equal(sys("void com.acme.Web.handle()", "{\"web.referer\":[\"/actuator/health\"]}"), 0);
+    /* the idle and absorbed markers, whatever their value (or none) */
+    assert_int_equal(sys("void com.acme.Web.handle()", "{\"call.idle\":[\"1\"]}"), 1);
+    assert_int_equal(sys("void com.acme.Web.handle()", "{\"async.absorbed\":[]}"), 1);
+    assert_int_equal(sys("void com.acme.Web.handle()", "{\"x\":[\"call.idle\"]}"), 0);
+    /* an extra idle entry, and an empty one that must not match everything */
+    const char *extra[] = {"", "com.acme.Jobs.run"};
+    cp_call_view v = {"void com.acme.Jobs.run()", 24, "p", 1, NULL, 0};
+    assert_int_equal(cp_system_call(&v, extra, 1), 0);
+    assert_int_equal(cp_system_call(&v, extra, 2), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -970,6 +1005,7 @@ int main(void)
         cmocka_unit_test(test_call_ids),
         cmocka_unit_test(test_cursors),
         cmocka_unit_test(test_fnv),
+        cmocka_unit_test(test_system_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,337 @@
+/* ui_browser_test.c -- the harness of the web UI's browser acceptance test (issue 7).
+ *
+ * Starts `cloudprof serve`, replays the parser.test.protocol capture, uploads every file
+ * of fixtures/dumps/ under the capture's namespace and pod (directory times a minute
+ * apart, inside the capture's window), then runs tests/ui/e2e.mjs with node: it drives
+ * Debian's chromium through playwright-core (tests/tools/node_modules) against the
+ * server and must print "e2e: ok" and exit 0. Its output goes to this test's stdout;
+ * its screenshots to <build>/ui-artifacts/ (kept: CI keeps them).
+ *
+ * env given to e2e.mjs: CP_UI_BASE (http://127.0.0.1:<port>), CP_UI_FROM, CP_UI_TO (the
+ * window), CP_UI_NS, CP_UI_POD, CP_UI_SERVICE (the capture's), CP_UI_ARTIFACTS, and
+ * NODE_PATH=<repo>/tests/tools/node_modules.
+ *
+ * Without node, playwright-core or /usr/bin/chromium, or with a cloudprof built without
+ * the UI (GET / is the 503 page), the test is skipped (exit 77: scripts/node-tools.sh,
+ * scripts/setup.sh and scripts/ui-build.sh provide them), except under CI (CI set and
+ * not "false"/"0"), where it fails: the UI must be tested there.
+ *
+ * CP_UI_HOLD=<seconds>: after loading, print the base URL and the env values and keep the
+ * server up that long before running node -- a loaded server to try the UI by hand
+ * (scripts/ui-dev.sh does this with 3600).
+ */
+#include "http_util.h"
+#include "replay_util.h"
+#include "server_util.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FROM_MS 1690000000000LL
+#define TO_MS 1690400000000LL
+#define WINDOW "from=1690000000000&to=1690400000000"
+#define CHROMIUM "/usr/bin/chromium"
+#define E2E_TIMEOUT_MS (10 * 60 * 1000) /* the whole browser walk */
+
+extern char **environ;
+
+static const char *const dump_files[] = {
+    "20230804T164402.td.txt", "20231219T061734UTC.td.txt", "20231219T061734UTC.top.txt",
+    "20231219T062953UTC.gc.log", "go-alloc.pprof", "go-goroutine.pprof", "go-heap.pprof", "go-profile.pprof",
+    "test-service.heap.hprof.zip",
+};
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int in_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char *copy = strdup(path);
+    int found = 0;
+    for (char *dir = strtok(copy, ":"); dir && !found; dir = strtok(NULL, ":")) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", *dir ? dir : ".", prog);
+        found = access(p, X_OK) == 0;
+    }
+    free(copy);
+    return found;
+}
+
+static int under_ci(void)
+{
+    const char *ci = getenv("CI");
+    return ci && *ci && strcmp(ci, "false") != 0 && strcmp(ci, "0") != 0;
+}
+
+/* ---- loading the server ------------------------------------------------------------------- */
+
+static test_server srv;
+
+/* Replays the capture; returns the start of its first call (epoch ms) once the number
+ * of calls has settled. */
+static int64_t load_calls(const replay_capture *cap)
+{
+    replay_result rr;
+    replay_opts o;
+    memset(&o, 0, sizeof o);
+    replay_run(srv.port, cap, &o, &rr);
+    size_t last = (size_t)-1;
+    for (int i = 0; i < 200; i++) {
+        json_t *doc = http_get_json(srv.http_port, "/api/v1/calls?" WINDOW "&limit=1000&sort=ts_ms", 200);
+        json_t *calls = json_object_get(doc, "calls");
+        size_t n = json_array_size(calls);
+        if (n > 0 && n == last) {
+            int64_t first = json_integer_value(json_object_get(json_array_get(calls, 0), "ts_ms"));
+            printf("ui_browser_test: %zu calls, the first at %lld\n", n, (long long)first);
+            json_decref(doc);
+            return first;
+        }
+        last = n;
+        json_decref(doc);
+        sleep_ms(50);
+    }
+    server_fail(&srv, "no calls appeared in the API after the replay");
+    return 0;
+}
+
+/* PUTs every dump fixture to /diagnostic/<ns>/<time>/<pod>/<file>, the times a minute
+ * apart from the minute after the first call. */
+static void upload_dumps(const replay_capture *cap, int64_t first_ms)
+{
+    int64_t t = (first_ms / 60000 + 1) * 60000;
+    for (size_t i = 0; i < CP_ARRAY_LEN(dump_files); i++, t += 60000) {
+        assert_true(t >= FROM_MS && t < TO_MS);
+        time_t secs = (time_t)(t / 1000);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        char path[1024], rel[256];
+        snprintf(path, sizeof path, "/diagnostic/%s/%04d/%02d/%02d/%02d/%02d/%02d/%s/%s", cap->ns, tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, cap->pod, dump_files[i]);
+        snprintf(rel, sizeof rel, "dumps/%s", dump_files[i]);
+        cp_buf data, body;
+        cp_buf_init(&data);
+        cp_buf_init(&body);
+        load_fixture(rel, &data);
+        int st = 0;
+        if (http_request(srv.http_port, "PUT", path, "Content-Type: application/octet-stream\r\n", data.data, data.len,
+                         &st, &body, NULL) != 0)
+            server_fail(&srv, "PUT %s: no valid response", path);
+        if (st != 201) server_fail(&srv, "PUT %s: %d %.*s", path, st, (int)body.len, (const char *)body.data);
+        cp_buf_free(&data);
+        cp_buf_free(&body);
+    }
+    /* all listed under the pod, joined to its restart */
+    char url[1024];
+    snprintf(url, sizeof url, "/api/v1/dumps?" WINDOW "&namespace=%s&pod=%s&limit=100", cap->ns, cap->pod);
+    json_t *doc = http_get_json(srv.http_port, url, 200);
+    json_t *dumps = json_object_get(doc, "dumps"), *d;
+    assert_int_equal(json_array_size(dumps), CP_ARRAY_LEN(dump_files));
+    size_t i;
+    json_array_foreach(dumps, i, d) assert_string_equal(json_string_value(json_object_get(d, "restart_pod")), cap->pod);
+    json_decref(doc);
+    printf("ui_browser_test: %zu diagnostic files uploaded\n", CP_ARRAY_LEN(dump_files));
+}
+
+/* The service of the capture's pod, from /services (malloc'ed). */
+static char *capture_service(const replay_capture *cap)
+{
+    json_t *doc = http_get_json(srv.http_port, "/api/v1/services?" WINDOW, 200);
+    json_t *ns = json_array_get(json_object_get(doc, "namespaces"), 0);
+    assert_non_null(ns);
+    assert_string_equal(json_string_value(json_object_get(ns, "namespace")), cap->ns);
+    json_t *svc = json_array_get(json_object_get(ns, "services"), 0);
+    const char *name = json_string_value(json_object_get(svc, "service"));
+    assert_non_null(name);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(svc, "pods"), 0), "pod")),
+                        cap->pod);
+    char *out = strdup(name);
+    json_decref(doc);
+    return out;
+}
+
+/* ---- running e2e.mjs ------------------------------------------------------------------------ */
+
+/* Runs argv with environ plus extra ("K=V", NULL-terminated), its stdout and stderr copied
+ * to ours and kept in out. Returns the exit status (128 + signal); kills it after
+ * timeout_ms and fails the test. */
+static int run_node(const char *const *argv, const char *const *extra, cp_buf *out, int timeout_ms)
+{
+    size_t nenv = 0, nextra = 0;
+    while (environ[nenv]) nenv++;
+    while (extra[nextra]) nextra++;
+    char **envp = calloc(nenv + nextra + 1, sizeof *envp);
+    size_t k = 0;
+    for (size_t i = 0; i < nenv; i++) { /* ours win over inherited values of the same name */
+        int shadowed = 0;
+        for (size_t j = 0; j < nextra && !shadowed; j++) {
+            size_t n = (size_t)(strchr(extra[j], '=') - extra[j]) + 1;
+            shadowed = !strncmp(environ[i], extra[j], n);
+        }
+        if (!shadowed) envp[k++] = environ[i];
+    }
+    for (size_t j = 0; j < nextra; j++) envp[k++] = (char *)extra[j];
+    envp[k] = NULL;
+
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execvpe(argv[0], (char *const *)argv, envp);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    free(envp);
+    int64_t deadline = cp_now_ms() + timeout_ms;
+    char buf[4096];
+    for (;;) {
+        int64_t left = deadline - cp_now_ms();
+        if (left <= 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            close(fds[0]);
+            fail_msg("%s did not finish within %d s", argv[1], timeout_ms / 1000);
+        }
+        struct pollfd p = {fds[0], POLLIN, 0};
+        int r = poll(&p, 1, left > 1000 ? 1000 : (int)left);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) continue;
+        ssize_t n = read(fds[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        fwrite(buf, 1, (size_t)n, stdout);
+        fflush(stdout);
+        cp_buf_append(out, buf, (size_t)n);
+    }
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The calls of the test-service stream fixtures (the capture's streams): the "call#"
+ * lines of their expected decoding, which the list must show. */
+static size_t fixture_calls(void)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/streams/test-service.calls.expected.txt", CP_FIXTURES_DIR);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: %s", path, strerror(errno));
+    char line[8192];
+    size_t n = 0;
+    while (fgets(line, sizeof line, f)) n += strncmp(line, "call#", 5) == 0;
+    fclose(f);
+    return n;
+}
+
+static void test_browser(void **state)
+{
+    server_start(&srv, "ui-browser", NULL);
+    replay_capture cap;
+    replay_capture_parser_test(&cap);
+    int64_t first = load_calls(&cap);
+    upload_dumps(&cap, first);
+    char *service = capture_service(&cap);
+
+    /* the page is there (or this binary was built without the UI: e2e would only see the 503) */
+    int st = 0;
+    cp_buf body;
+    cp_buf_init(&body);
+    assert_int_equal(http_get(srv.http_port, "/", &st, &body, NULL), 0);
+    if (st == 503 && !under_ci()) { /* a build without ui/dist: nothing for a browser to test */
+        printf("ui_browser_test: SKIP: cloudprof was built without the web UI (run scripts/ui-build.sh, rebuild)\n");
+        server_stop(&srv);
+        server_destroy(&srv);
+        exit(77);
+    }
+    if (st != 200) server_fail(&srv, "GET / is %d, want 200 (built without the web UI? run scripts/ui-build.sh)", st);
+    cp_buf_free(&body);
+
+    char artifacts[1200];
+    snprintf(artifacts, sizeof artifacts, "%s/ui-artifacts", CP_BUILD_DIR);
+    if (mkdir(artifacts, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", artifacts, strerror(errno));
+
+    char e_base[64], e_from[64], e_to[64], e_ns[600], e_pod[600], e_svc[600], e_art[1300], e_path[1200], e_calls[64];
+    snprintf(e_base, sizeof e_base, "CP_UI_BASE=http://127.0.0.1:%d", srv.http_port);
+    snprintf(e_from, sizeof e_from, "CP_UI_FROM=%lld", FROM_MS);
+    snprintf(e_to, sizeof e_to, "CP_UI_TO=%lld", TO_MS);
+    snprintf(e_ns, sizeof e_ns, "CP_UI_NS=%s", cap.ns);
+    snprintf(e_pod, sizeof e_pod, "CP_UI_POD=%s", cap.pod);
+    snprintf(e_svc, sizeof e_svc, "CP_UI_SERVICE=%s", service);
+    snprintf(e_calls, sizeof e_calls, "CP_UI_FIXTURE_CALLS=%zu", fixture_calls());
+    snprintf(e_art, sizeof e_art, "CP_UI_ARTIFACTS=%s", artifacts);
+    snprintf(e_path, sizeof e_path, "NODE_PATH=%s/tests/tools/node_modules", CP_SOURCE_DIR);
+    const char *extra[] = {e_base, e_from, e_to, e_ns, e_pod, e_svc, e_calls, e_art, e_path, NULL};
+
+    const char *hold = getenv("CP_UI_HOLD");
+    if (hold && atoi(hold) > 0) { /* a developer's loaded server (scripts/ui-dev.sh) */
+        printf("\nui_browser_test: CP_UI_HOLD: the server is loaded; open http://127.0.0.1:%d/\n", srv.http_port);
+        for (size_t i = 0; extra[i]; i++) printf("  %s\n", extra[i]);
+        printf("  (agent port %d, data %s, log %s)\nholding for %d s, then running e2e.mjs...\n", srv.port, srv.data,
+               srv.log, atoi(hold));
+        fflush(stdout);
+        sleep((unsigned)atoi(hold));
+    }
+
+    char script[1200];
+    snprintf(script, sizeof script, "%s/tests/ui/e2e.mjs", CP_SOURCE_DIR);
+    const char *argv[] = {"node", script, NULL};
+    cp_buf out;
+    cp_buf_init(&out);
+    printf("ui_browser_test: node %s (screenshots in %s)\n", script, artifacts);
+    int rc = run_node(argv, extra, &out, E2E_TIMEOUT_MS);
+    printf("ui_browser_test: e2e.mjs exited %d\n", rc);
+    if (rc != 0) server_fail(&srv, "e2e.mjs failed (exit %d)", rc);
+    if (!memmem(out.data, out.len, "e2e: ok", 7)) server_fail(&srv, "e2e.mjs exited 0 without printing 'e2e: ok'");
+    cp_buf_free(&out);
+    free(service);
+    replay_capture_free(&cap);
+    server_stop(&srv);
+    server_destroy(&srv);
+}
+
+int main(void)
+{
+    char pw[1200], script[1200];
+    snprintf(pw, sizeof pw, "%s/tests/tools/node_modules/playwright-core", CP_SOURCE_DIR);
+    snprintf(script, sizeof script, "%s/tests/ui/e2e.mjs", CP_SOURCE_DIR);
+    const char *missing = !in_path("node")              ? "node is not on PATH (scripts/node-tools.sh installs it)"
+                          : access(pw, R_OK) != 0        ? "tests/tools/node_modules/playwright-core is missing "
+                                                           "(run scripts/node-tools.sh)"
+                          : access(CHROMIUM, X_OK) != 0  ? CHROMIUM " is missing (scripts/setup.sh installs chromium)"
+                          : access(script, R_OK) != 0    ? "tests/ui/e2e.mjs is missing"
+                                                         : NULL;
+    if (missing && under_ci()) {
+        printf("ui_browser_test: FAIL: %s; CI is set, so the browser test may not be skipped\n", missing);
+        return 1;
+    }
+    if (missing) {
+        printf("ui_browser_test: SKIP: %s\n", missing);
+        return 77;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_browser, servers_teardown),
+    };
+    return cmocka_run_group_tests_name("ui_browser", tests, NULL, NULL);
+}

@@ -1,0 +1,249 @@
+// tests/ui/e2e.mjs -- the browser acceptance test of the web UI (issue 7), run by
+// tests/integration/ui_browser_test.c against a server it loaded with the fixture
+// conversation (test-service) and the fixture dumps.
+//
+// Steps, each asserting what is on the page and leaving a screenshot in CP_UI_ARTIFACTS:
+// open discovery, pick the pod, see the calls of test-service, sort by duration, search
+// by a parameter value, open a call's tree and find a method in it, switch to the flame
+// graph, merge two calls, open a thread dump. The whole walk runs at 1280x800 and again
+// at 1920x1080; any console error or page error fails the run.
+//
+// The fixture conversation's handshake names the pod's service `esc-ui-service`; its
+// streams are the `test-service.*` stream fixtures, whose 45 calls (CP_UI_FIXTURE_CALLS,
+// counted by the harness from test-service.calls.expected.txt) the list must show.
+//
+// env: CP_UI_BASE, CP_UI_FROM, CP_UI_TO, CP_UI_NS, CP_UI_SERVICE, CP_UI_POD,
+//      CP_UI_FIXTURE_CALLS, CP_UI_ARTIFACTS; NODE_PATH must reach playwright-core.
+import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import assert from 'node:assert/strict';
+
+const require = createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const BASE = env('CP_UI_BASE');
+const FROM = env('CP_UI_FROM');
+const TO = env('CP_UI_TO');
+const NS = env('CP_UI_NS');
+const SERVICE = env('CP_UI_SERVICE');
+const POD = env('CP_UI_POD');
+const ART = env('CP_UI_ARTIFACTS');
+const FIXTURE_CALLS = Number(env('CP_UI_FIXTURE_CALLS'));
+mkdirSync(ART, { recursive: true });
+
+const short = POD.replace(/_\d{10,}$/, '');
+const errors = [];
+let step = 0;
+
+function log(msg) {
+  console.log(`e2e: ${msg}`);
+}
+
+async function api(path) {
+  const r = await fetch(BASE + '/api/v1' + path);
+  assert.equal(r.status, 200, `GET ${path} -> ${r.status}`);
+  return r.json();
+}
+
+function watch(page, name) {
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`${name}: console error: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => errors.push(`${name}: page error: ${e.message}`));
+}
+
+async function shot(page, size, name) {
+  step++;
+  const file = join(ART, `${size}-${String(step).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+  log(`  screenshot ${file}`);
+}
+
+async function walk(browser, width, height) {
+  const size = `${width}x${height}`;
+  step = 0;
+  log(`--- ${size}`);
+  const context = await browser.newContext({ viewport: { width, height }, timezoneId: 'UTC' });
+  const page = await context.newPage();
+  watch(page, `${size} list`);
+  const win = `from=${FROM}&to=${TO}`;
+  const sel = `namespace=${encodeURIComponent(NS)}&pod=${encodeURIComponent(POD)}`;
+
+  // what the API says, to compare the pages with
+  const all = await api(`/calls?${win}&${sel}&limit=1000`);
+  const byDur = await api(`/calls?${win}&${sel}&limit=1000&sort=-duration_ms`);
+  assert.equal(all.calls.length, FIXTURE_CALLS, 'the API lists every call of the test-service streams');
+
+  // 1. discovery: the rail lists the namespace, test-service and its pod
+  // every call: no duration floor, system calls (the capture's health probes) shown
+  await page.goto(`${BASE}/calls?${win}&dur=all&hideSystem=0`);
+  const svc = page.locator(`[data-testid=rail-service][data-service="${SERVICE}"]`);
+  await svc.waitFor();
+  assert.match(await page.locator('[data-testid=rail]').innerText(), new RegExp(NS));
+  await page.getByTestId('calls-nothing-selected').waitFor();
+  // open the service's pods and pick the pod
+  await svc.locator('.twisty').click();
+  const pod = page.locator(`[data-testid=rail-pod][data-pod="${POD}"]`);
+  await pod.waitFor();
+  assert.match(await pod.innerText(), new RegExp(short));
+  await shot(page, size, 'discovery');
+  await pod.getByTestId('rail-pod-check').check();
+  await page.getByTestId('rail-apply').click();
+  log('1. discovery: picked the pod');
+
+  // 2. the calls of test-service
+  await page.getByTestId('calls-row').first().waitFor();
+  const url = new URL(page.url());
+  assert.deepEqual(url.searchParams.getAll('pod'), [`${NS}/${SERVICE}/${POD}`]);
+  const status = page.getByTestId('calls-status');
+  await status.filter({ hasText: `Displaying ${FIXTURE_CALLS} of ${FIXTURE_CALLS} calls` }).waitFor();
+  const firstId = await page.getByTestId('calls-row').first().getAttribute('data-id');
+  assert.equal(firstId, all.calls[0].id, 'newest call first');
+  await shot(page, size, 'calls');
+  log(`2. calls: ${all.calls.length} calls of ${SERVICE}, newest first`);
+
+  // 3. sort by duration (descending)
+  const durHeader = page.getByTestId('calls-header-duration');
+  await durHeader.click();
+  if ((await durHeader.getAttribute('data-sort')) !== 'desc') await durHeader.click();
+  await page.waitForFunction((id) => document.querySelector('[data-testid=calls-row]')?.getAttribute('data-id') === id,
+    byDur.calls[0].id);
+  const ids = await page.getByTestId('calls-row').evaluateAll((rows) => rows.slice(0, 5).map((r) => r.getAttribute('data-id')));
+  assert.deepEqual(ids, byDur.calls.slice(0, ids.length).map((c) => c.id), 'the slowest calls first');
+  assert.match(page.url(), /sort=/);
+  await shot(page, size, 'sorted');
+  log(`3. sorted by duration: ${byDur.calls[0].duration_ms} ms first`);
+
+  // 4. search by a parameter value
+  const want = all.calls.find((c) => (c.params['web.url'] || []).some((u) => u.includes('containersInfo')));
+  assert.ok(want, 'the fixture has a containersInfo call');
+  const q = '$web.url=containersInfo';
+  const found = await api(`/calls?${win}&${sel}&limit=1000&q=${encodeURIComponent(q)}`);
+  const box = page.getByTestId('query-input');
+  await box.fill(q);
+  await box.press('Enter');
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid=calls-row]').length === n, found.calls.length);
+  const rowsText = await page.getByTestId('calls-row').allInnerTexts();
+  for (const t of rowsText) assert.match(t, /containersInfo/);
+  assert.equal(new URL(page.url()).searchParams.get('q'), q);
+  await shot(page, size, 'search');
+  log(`4. search ${q}: ${found.calls.length} calls`);
+  await box.fill('');
+  await box.press('Enter');
+  await page.waitForFunction((id) => document.querySelector('[data-testid=calls-row]')?.getAttribute('data-id') === id,
+    byDur.calls[0].id);
+
+  // 5. open the slowest call with a trace: its tree, and find a method in it
+  const withTrace = byDur.calls.filter((c) => c.trace_available && c.calls > 2);
+  const target = withTrace[0];
+  const tree = await api(`/calls/${target.id}/tree`);
+  const deep = pickDeepMethod(tree);
+  const row = page.locator(`[data-testid=calls-row][data-id="${target.id}"]`);
+  await row.scrollIntoViewIfNeeded();
+  const [treePage] = await Promise.all([
+    context.waitForEvent('page'),
+    row.getByTestId('call-link').click(),
+  ]);
+  watch(treePage, `${size} tree`);
+  await treePage.getByTestId('tree-row').first().waitFor();
+  assert.match(await treePage.getByTestId('tree-header').innerText(), new RegExp(short));
+  const needle = deep.split('(')[0].split(' ').pop().split('.').slice(-2).join('.');
+  await treePage.getByTestId('tree-search').fill(needle);
+  await treePage.getByTestId('tree-search-count').filter({ hasText: /\d+ results?/ }).waitFor();
+  await treePage.locator('[data-testid=tree-row].match').first().waitFor();
+  const hit = await treePage.locator('[data-testid=tree-row].match').first().getAttribute('data-method');
+  assert.ok(hit && hit.toLowerCase().includes(needle.toLowerCase()), `found ${needle}: ${hit}`);
+  await shot(treePage, size, 'tree-search');
+  log(`5. tree of ${target.id}: found ${needle}`);
+
+  // 6. the flame graph
+  await treePage.getByTestId('view-flame').click();
+  await treePage.getByTestId('flame-frame').first().waitFor();
+  const frames = await treePage.getByTestId('flame-frame').count();
+  assert.ok(frames >= 2, `flame frames: ${frames}`);
+  const titles = await treePage.getByTestId('flame-frame').evaluateAll((f) => f.map((x) => x.getAttribute('title') || ''));
+  assert.ok(titles.some((t) => t.toLowerCase().includes(needle.toLowerCase().split('.').pop())), 'the method is a frame');
+  assert.match(treePage.url(), /view=flame/);
+  await shot(treePage, size, 'flame');
+  log(`6. flame graph: ${frames} frames`);
+  await treePage.close();
+
+  // 7. merge two calls into one tree
+  await page.getByTestId('calls-row').nth(0).click();
+  await page.getByTestId('calls-row').nth(1).click({ modifiers: ['Control'] });
+  const merge = page.getByTestId('merge-selected');
+  await merge.filter({ hasText: /2 calls/ }).waitFor();
+  const [merged] = await Promise.all([context.waitForEvent('page'), merge.click()]);
+  watch(merged, `${size} merged`);
+  await merged.getByTestId('tree-row').first().waitFor();
+  assert.match(await merged.getByTestId('tree-header').innerText(), /2 calls/);
+  assert.equal(new URL(merged.url()).searchParams.getAll('call').length, 2);
+  await shot(merged, size, 'merged');
+  await merged.close();
+  log('7. merged two calls');
+
+  // 8. open a thread dump from the pod's page
+  await page.getByTestId('tab-pods').click();
+  await page.getByTestId('pods-page').waitFor();
+  const podRow = page.locator(`[data-testid=pods-row][data-pod="${POD}"]`);
+  await podRow.waitFor();
+  await podRow.getByTestId('pods-td-link').click();
+  const file = page.getByTestId('dump-file-row').filter({ hasText: /2023/ }).first();
+  await file.waitFor();
+  await shot(page, size, 'pods');
+  const tds = await api(`/dumps?${win}&type=td&pod=${encodeURIComponent(POD)}`);
+  assert.equal(tds.dumps.length, 2);
+  const td = tds.dumps.find((d) => d.name === '20231219T061734UTC.td.txt');
+  const [tdPage] = await Promise.all([
+    context.waitForEvent('page'),
+    page.locator(`[data-testid=dump-file-row]`).filter({ hasText: '20231219T061734' }).getByTestId('dump-view-link').click(),
+  ]);
+  watch(tdPage, `${size} td`);
+  await tdPage.getByTestId('td-view').waitFor();
+  await tdPage.getByTestId('td-thread-row').first().waitFor();
+  assert.match(tdPage.url(), new RegExp(`/dump/td/${td.id}`));
+  const threadRows = await tdPage.getByTestId('td-thread-row').count();
+  assert.ok(threadRows >= 20, `thread rows: ${threadRows}`);
+  assert.match(await tdPage.getByTestId('td-view').innerText(), /Thread-2/);
+  await shot(tdPage, size, 'thread-dump');
+  log(`8. thread dump ${td.id}: ${threadRows} thread rows, Thread-2 listed`);
+  await tdPage.close();
+
+  await context.close();
+}
+
+/** The method text of the deepest node of a tree JSON (not the root). */
+function pickDeepMethod(tree) {
+  let best = null;
+  const visit = (n, d) => {
+    if (d > 0 && (!best || d > best.d)) best = { d, m: tree.methods[n.method] };
+    for (const c of n.children || []) visit(c, d + 1);
+  };
+  visit(tree.root, 0);
+  assert.ok(best, 'the tree has a child');
+  return best.m;
+}
+
+const browser = await chromium.launch({
+  executablePath: process.env.CP_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+});
+try {
+  await walk(browser, 1280, 800);
+  await walk(browser, 1920, 1080);
+} finally {
+  await browser.close();
+}
+if (errors.length) {
+  for (const e of errors) console.error(`e2e: ${e}`);
+  throw new Error(`${errors.length} console/page errors`);
+}
+log('ok');

@@ -1,0 +1,78 @@
+// title.ts -- the human title of a call (ui.md §3.3 rules 1, 2 and 4) and the short
+// `Class.method` of a root method signature. Pure; memoised per call object because the
+// virtual table asks again for every row it re-renders.
+
+import type { Call } from '../lib/api';
+
+export interface Title { text: string; tooltip: string }
+
+/** Params that never show in a rule-4 title: the error marker, the title/web params of
+ *  rules 1–2, thread name, start stamp and XA id (§3.3), and `_`-prefixed internals. */
+const SKIP = new Set([
+  'call.red', 'profiler.title', 'web.url', 'web.method', 'web.query', 'web.remote.addr',
+  'thread.name', 'java.thread', 'time.start', 'call.start', 'start.stamp', 'xa.id', 'xid', 'transaction.xid',
+]);
+
+/** `ret pkg.Class.method(args) (File.java:12) [jar]` → `Class.method`. */
+export function shortMethod(sig: string): string {
+  const paren = sig.indexOf('(');
+  const head = paren >= 0 ? sig.slice(0, paren) : sig;
+  const name = head.trim().split(/\s+/).pop() ?? head;
+  const parts = name.split('.');
+  return parts.length >= 2 ? parts.slice(-2).join('.') : name;
+}
+
+/** URL without scheme and host: `http://x/api/orders?page=2` → `/api/orders?page=2`. */
+export function urlPath(url: string): string {
+  const m = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*(.*)$/.exec(url);
+  const p = m ? m[1] : url;
+  return p === '' ? '/' : p;
+}
+
+function distinct(xs: string[] | undefined): string[] {
+  return xs ? [...new Set(xs.filter((x) => x !== ''))] : [];
+}
+
+function webTitle(p: Record<string, string[]>): string {
+  const urls = distinct(p['web.url']);
+  const method = distinct(p['web.method'])[0];
+  const query = distinct(p['web.query'])[0];
+  let s: string;
+  if (urls.length > 1) s = `${urls.length} pages: ${urls.map(urlPath).join(', ')}`;
+  else {
+    s = urlPath(urls[0]);
+    if (query && !s.includes('?')) s += `?${query}`;
+    if (method) s = `${method} ${s}`;
+  }
+  const addrs = distinct(p['web.remote.addr']);
+  if (addrs.length) s += `, client: ${addrs.join(', ')}`;
+  return s;
+}
+
+function paramsText(p: Record<string, string[]>): string {
+  const out: string[] = [];
+  for (const name of Object.keys(p).sort()) {
+    if (SKIP.has(name) || name.startsWith('_')) continue;
+    const vals = distinct(p[name]);
+    if (vals.length) out.push(`${name}: ${vals.join(', ')}`);
+  }
+  return out.join('; ');
+}
+
+export function callTitle(c: Pick<Call, 'method' | 'params'>): Title {
+  const p = c.params ?? {};
+  const given = distinct(p['profiler.title'])[0];
+  if (given) return { text: given, tooltip: c.method };
+  if (distinct(p['web.url']).length) return { text: webTitle(p), tooltip: c.method };
+  const short = c.method.startsWith('#') ? c.method : shortMethod(c.method);
+  const extra = paramsText(p);
+  return { text: extra ? `${short} ${extra}` : short, tooltip: c.method };
+}
+
+const memo = new WeakMap<object, Title>();
+
+export function cachedTitle(c: Call): Title {
+  let t = memo.get(c);
+  if (!t) { t = callTitle(c); memo.set(c, t); }
+  return t;
+}

@@ -1,0 +1,156 @@
+// dialogs.tsx -- the tree page's dialogs (ui.md §4.5): Get stacktrace (path root→node with
+// numbers, Copy), the full value of a param (SQL / XML / JSON pretty-printed, Copy), and the
+// rule editors of Adjust duration and Setup categories (OK / Cancel / Apply, invalid lines
+// listed).
+
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { fmtDuration } from '../lib/format';
+import { parseAdjust, parseCategories } from './derived';
+import { stackLine } from './methodname';
+import type { TreeModel } from './model';
+import { fmtInv } from './numbers';
+
+export function Dialog({ title, onClose, children, buttons, testid }: {
+  title: string; onClose: () => void; children: ComponentChildren; buttons?: ComponentChildren; testid?: string;
+}) {
+  useEffect(() => {
+    const h = (e: KeyboardEvent) => { if (e.key === 'Escape') { e.stopPropagation(); onClose(); } };
+    window.addEventListener('keydown', h, true);
+    return () => window.removeEventListener('keydown', h, true);
+  }, [onClose]);
+  return (
+    <div class="overlay" onMouseDown={(e) => { if (e.target === e.currentTarget) onClose(); }}>
+      <div class="dialog" role="dialog" aria-label={title} data-testid={testid}>
+        <h2 style={{ margin: 0 }}>{title}</h2>
+        <div class="dialog-body">{children}</div>
+        <div class="dialog-buttons">{buttons ?? <button type="button" class="btn" onClick={onClose}>Close</button>}</div>
+      </div>
+    </div>
+  );
+}
+
+export async function copyText(text: string): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    // file:// pages and old browsers: the textarea fallback
+    const ta = document.createElement('textarea');
+    ta.value = text;
+    ta.style.position = 'fixed';
+    ta.style.opacity = '0';
+    document.body.appendChild(ta);
+    ta.select();
+    let ok = false;
+    try { ok = document.execCommand('copy'); } catch { ok = false; }
+    ta.remove();
+    return ok;
+  }
+}
+
+function CopyButton({ text }: { text: string }) {
+  const [done, setDone] = useState<string | null>(null);
+  return (
+    <button type="button" class="btn btn-primary" data-testid="copy"
+      onClick={() => copyText(text).then((ok) => setDone(ok ? 'Copied' : 'Copy failed'))}>{done ?? 'Copy'}</button>
+  );
+}
+
+/** Root at the bottom: the node first, its callers below it (§4.5). */
+export function stacktraceText(m: TreeModel, node: number): string {
+  const lines: string[][] = [];
+  for (let x = node; x >= 0; x = m.parent[x]) {
+    const n = m.names.get(m.method[x]);
+    lines.push([
+      fmtDuration(m.total[x]), `${fmtDuration(m.self[x])} self`, `${fmtInv(m.inv[x])} inv`,
+      m.calls[x] > 0 ? `${fmtInv(m.calls[x])} calls` : '', stackLine(n),
+    ]);
+  }
+  const w = [0, 1, 2, 3].map((c) => Math.max(...lines.map((l) => l[c].length)));
+  return lines.map((l) => `${l[0].padStart(w[0])} ${l[1].padStart(w[1])} ${l[2].padStart(w[2])} ${l[3].padStart(w[3])}  ${l[4]}`).join('\n');
+}
+
+export function StacktraceDialog({ model, node, onClose }: { model: TreeModel; node: number; onClose: () => void }) {
+  const text = stacktraceText(model, node);
+  return (
+    <Dialog title="Stacktrace" onClose={onClose} testid="stacktrace-dialog"
+      buttons={<><CopyButton text={text} /><button type="button" class="btn" onClick={onClose}>Close</button></>}>
+      <div class="tp-stack">{text}</div>
+    </Dialog>
+  );
+}
+
+// ---- value viewer ------------------------------------------------------------------------
+
+const SQL_KW = /\b(select|from|where|and|or|group by|order by|having|join|left join|right join|inner join|outer join|union( all)?|values|set|insert into|update|delete from|returning|limit|offset)\b/gi;
+
+export function prettyValue(name: string, v: string): string {
+  const t = v.trim();
+  if (/json/i.test(name) || ((t.startsWith('{') || t.startsWith('[')) && !/^(sql|binds)$/.test(name))) {
+    try { return JSON.stringify(JSON.parse(t), null, 2); } catch { /* not JSON */ }
+  }
+  if (/xml/i.test(name) || t.startsWith('<')) return prettyXml(t);
+  if (/^(sql|sql\.monitor|mdx|cassandra\.query)$/.test(name)) {
+    return t.replace(/\s+/g, ' ').replace(SQL_KW, (k) => '\n' + k.toUpperCase()).replace(/^\n/, '');
+  }
+  return v;
+}
+
+function prettyXml(x: string): string {
+  const parts = x.replace(/>\s*</g, '><').split(/(?=<)/);
+  let depth = 0;
+  const out: string[] = [];
+  for (const p of parts) {
+    if (/^<\//.test(p)) depth = Math.max(0, depth - 1);
+    out.push('  '.repeat(depth) + p);
+    if (/^<[^!?/][^>]*[^/]>(?!.*<\/)/.test(p) && !/^<[^>]*\/>$/.test(p)) depth++;
+  }
+  return out.join('\n');
+}
+
+export function ValueDialog({ name, value, onClose }: { name: string; value: string; onClose: () => void }) {
+  const [raw, setRaw] = useState(false);
+  const pretty = prettyValue(name, value);
+  return (
+    <Dialog title={`${name} (${value.length} characters)`} onClose={onClose} testid="value-dialog"
+      buttons={<>
+        {pretty !== value && <button type="button" class="btn" onClick={() => setRaw(!raw)}>{raw ? 'Formatted' : 'View source'}</button>}
+        <CopyButton text={value} /><button type="button" class="btn" onClick={onClose}>Close</button>
+      </>}>
+      <div class="tp-value">{raw ? value : pretty}</div>
+    </Dialog>
+  );
+}
+
+// ---- rule editors ---------------------------------------------------------------------------
+
+export function RulesDialog({ kind, text, onApply, onClose }: {
+  kind: 'adjust' | 'categories'; text: string; onApply: (t: string) => void; onClose: () => void;
+}) {
+  const [t, setT] = useState(text);
+  const invalid = kind === 'adjust' ? parseAdjust(t).invalid : parseCategories(t).invalid;
+  const saved = localStorage.getItem(`cloudprof.tree.${kind}`);
+  const help = kind === 'adjust'
+    ? 'One rule per line: <factor> <method pattern>. Factor: a number or a fraction a/b. * matches any text; the pattern may match anywhere in the full method string; the longest matching pattern wins; nested matches multiply. # starts a comment.'
+    : 'One rule per line: <category> <method pattern>. A pattern starting with > applies to the method\'s children (and below) only. The longest pattern wins; a category covers the subtree until a deeper match.';
+  return (
+    <Dialog title={kind === 'adjust' ? 'Adjust duration' : 'Setup categories'} onClose={onClose} testid={`${kind}-dialog`}
+      buttons={<>
+        {kind === 'categories' && <>
+          <button type="button" class="btn" onClick={() => localStorage.setItem(`cloudprof.tree.${kind}`, t)} title="Keep this rule set in this browser">Save set</button>
+          <button type="button" class="btn" disabled={!saved} onClick={() => saved !== null && setT(saved)}>Load saved</button>
+          <span class="spacer" />
+        </>}
+        <button type="button" class="btn btn-primary" onClick={() => { onApply(t); onClose(); }}>OK</button>
+        <button type="button" class="btn" onClick={onClose}>Cancel</button>
+        <button type="button" class="btn" onClick={() => onApply(t)}>Apply</button>
+      </>}>
+      <p class="muted small" style={{ marginTop: 0 }}>{help}</p>
+      <textarea class="input" rows={10} value={t} spellcheck={false} data-testid={`${kind}-text`}
+        onInput={(e) => setT((e.currentTarget as HTMLTextAreaElement).value)}
+        placeholder={kind === 'adjust' ? '1/10 *OrderDao.find*\n2 *PaymentService*' : 'db *.dao.*\njdbc >*Hikari*'} />
+      {invalid.length > 0 && <div class="tp-warn">Ignored (invalid): {invalid.join('; ')}</div>}
+    </Dialog>
+  );
+}
