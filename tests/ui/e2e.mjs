@@ -172,7 +172,30 @@ async function walk(browser, width, height) {
   assert.match(treePage.url(), /view=flame/);
   await shot(treePage, size, 'flame');
   log(`6. flame graph: ${frames} frames`);
+
+  // 6b. "Download page": one HTML file that opens offline in the same state (ui.md §4.9)
+  const [dl] = await Promise.all([treePage.waitForEvent('download'), treePage.getByTestId('tree-download').click()]);
+  assert.match(dl.suggestedFilename(), /^\d{4}-\d{2}-\d{2}_\d{4}_.+calls.*\.html$/);
+  const saved = join(ART, `${size}-tree.html`);
+  await dl.saveAs(saved);
   await treePage.close();
+  const offline = await browser.newContext({ viewport: { width, height }, timezoneId: 'UTC', offline: true });
+  const off = await offline.newPage();
+  watch(off, `${size} offline`);
+  const requests = [];
+  off.on('request', (r) => { if (!r.url().startsWith('file:')) requests.push(r.url()); });
+  await off.goto('file://' + saved);
+  await off.getByTestId('flame-frame').first().waitFor();
+  await off.getByTestId('view-tree').click();
+  await off.getByTestId('tree-row').first().waitFor();
+  assert.match(await off.getByTestId('tree-search-count').innerText(), /\d+ results?/, 'the search came along');
+  await off.getByTestId('tree-search').fill('');
+  await off.getByTestId('tree-search').fill(needle);
+  await off.locator('[data-testid=tree-row].match').first().waitFor();
+  assert.deepEqual(requests, [], 'the offline page fetches nothing');
+  await shot(off, size, 'offline-tree');
+  await offline.close();
+  log(`6b. downloaded ${dl.suggestedFilename()}: opens offline, search works`);
 
   // 7. merge two calls into one tree
   await page.getByTestId('calls-row').nth(0).click();

@@ -7,6 +7,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { fmtDuration } from '../lib/format';
+import { saveText } from '../lib/save';
 import { categoryColor, type Categories } from './derived';
 import { collapsedStacks, flameSvg, layoutFlame, METRICS, metricValue, packageHue, type Metric } from './flame';
 import type { SearchResult, TreeModel } from './model';
@@ -113,10 +114,10 @@ export function FlameView(p: FlameViewProps) {
   for (let x = zoom; x >= 0; x = m.parent[x]) crumbs.push(x);
   crumbs.reverse();
 
-  const exportStacks = () => download(`${p.baseName}.collapsed.txt`, collapsedStacks(m, zoom, p.metric), 'text/plain');
+  const exportStacks = () => saveText(`${p.baseName}.collapsed.txt`, collapsedStacks(m, zoom, p.metric), 'text/plain');
   const exportSvg = () => {
     if (!lay) return;
-    download(`${p.baseName}.svg`, flameSvg(m, lay, width, FH, p.icicle, color, (i, more) => title(i, more)), 'image/svg+xml');
+    saveText(`${p.baseName}.svg`, flameSvg(m, lay, width, FH, p.icicle, color, (i, more) => title(i, more)), 'image/svg+xml');
   };
 
   return (
@@ -169,13 +170,3 @@ function narrowCount(m: TreeModel, parent: number, metric: Metric, scale: number
   return n;
 }
 
-export function download(name: string, text: string, type: string): void {
-  const url = URL.createObjectURL(new Blob([text], { type }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10000);
-}

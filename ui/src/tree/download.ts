@@ -3,6 +3,8 @@
 // in <script type="application/json" id="cp-offline">. offline.tsx finds that element at
 // boot and renders the tree page from it without any fetch.
 
+import { saveText } from '../lib/save';
+
 export interface OfflinePayload {
   v: 1;
   state: string;          // the view state as a query string (tab, q, view, adj, cat, dt, red, …)
@@ -67,14 +69,7 @@ export async function downloadStandalone(fileName: string, title: string, rawTre
                                          p: Omit<OfflinePayload, 'tree' | 'v'>): Promise<void> {
   const { js, css } = await ownAssets();
   const html = offlineHtml(title, rawTreeJson, p, js, css);
-  const url = URL.createObjectURL(new Blob([html], { type: 'text/html' }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = fileName;
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 30000);
+  saveText(fileName, html, 'text/html');
 }
 
 /** `<yyyy-MM-dd_HHmm>_<duration>_<N>calls[_<title>].html` (wall clock of the display zone). */
