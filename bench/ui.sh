@@ -76,7 +76,11 @@ END {
     row("measurement", "ours", "baseline (same run)", "ratio")
     row("---", "---", "---", "---")
     row("tree: navigation -> first row", R["tree_open", "median"] " ms", "fetch+parse " R["tree_baseline_fetch_parse", "median"] " ms", R["tree_open", "ratio"])
-    row("tree: app JSON complete -> first paint", R["tree_app_json_to_paint", "median"] " ms", "JSON.parse " R["tree_baseline_parse", "median"] " ms", "")
+    row("  of which: start-up until the tree request", R["tree_open_until_request", "median"] " ms", "", "")
+    row(sprintf("  of which: request -> response end (%.1f MB)", R["tree_input", "json_bytes"] / 1e6), R["tree_open_response", "median"] " ms", "", "")
+    row("  of which: response end -> first row", R["tree_open_after_response", "median"] " ms", "", "")
+    row("tree: app JSON complete -> first paint", R["tree_app_json_to_paint", "median"] " ms", "JSON.parse " R["tree_baseline_parse", "median"] " ms",
+        sprintf("%.2f", R["tree_app_json_to_paint", "median"] / R["tree_baseline_parse", "median"]))
     row("tree: flame view click -> first frame", R["tree_flame", "median"] " ms", "fetch+parse", R["tree_flame", "ratio"])
     row("tree: back to tree view", R["tree_back_to_tree", "median"] " ms", "", "")
     row("tree: search Enter -> count (" R["tree_input", "search_hits"] " hits)", R["tree_search", "median"] " ms", "fetch+parse", R["tree_search", "ratio"])

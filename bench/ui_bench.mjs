@@ -2,7 +2,8 @@
 // ui_bench.mjs -- the browser side of bench/ui.sh: the web UI served by `cloudprof serve`
 // driven by headless Debian chromium (playwright-core from tests/tools/node_modules, found
 // through NODE_PATH), with the API answers replaced by synthetic data of the issue 7 sizes
-// (page.route), each figure next to a baseline measured in the same run.
+// (page.route, rewritten to a loopback HTTP server of this script; see sideServer), each
+// figure next to a baseline measured in the same run.
 //
 //   node bench/ui_bench.mjs --base http://127.0.0.1:PORT [--reps N] [--nodes N] [--rows N]
 //                           [--frames N] [--jumps N]
@@ -15,7 +16,8 @@
 //                same route (`await (await fetch(url)).json()`), and JSON.parse alone
 //      open      navigation start -> first [data-testid=tree-row] in the DOM at a frame
 //                (a requestAnimationFrame poller installed before the app runs), plus the
-//                app's own window.__cpTreeTiming.firstPaintMs (JSON text complete -> paint)
+//                app's own window.__cpTreeTiming.firstPaintMs (JSON text complete -> paint);
+//                Resource Timing splits it: start-up until the request, the response, after
 //      flame     click [data-testid=view-flame] -> first [data-testid=flame-frame]
 //      search    Enter in [data-testid=tree-search] -> [data-testid=tree-search-count] shows
 //                "N results" (N checked against the generator); Enter skips the 180 ms
@@ -39,6 +41,7 @@
 // Output: "UI <name> key=value ..." lines (parsed by bench/ui.sh; values have no spaces),
 // progress on stderr. Exit status 1 on any error or failed check.
 import { createRequire } from 'node:module';
+import http from 'node:http';
 
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
@@ -242,20 +245,46 @@ function genCalls(n, seed = 5) {
   return { rows, order, statsBody, servicesBody };
 }
 
-async function routeCalls(page, data) {
-  const json = (route, body) => route.fulfill({ status: 200, contentType: 'application/json', body });
-  await page.route((u) => u.pathname === '/api/v1/calls', (route) => {
-    const q = new URL(route.request().url()).searchParams;
-    const limit = Math.max(1, Math.min(1000, Number(q.get('limit') ?? 100)));
-    const off = Number(q.get('cursor') ?? 0);
-    const o = data.order(q.get('sort') ?? '-ts_ms');
-    const calls = o.slice(off, off + limit);
-    const next = off + limit < o.length ? String(off + limit) : null;
-    return json(route, JSON.stringify({ calls, next_cursor: next, scanned: calls.length, cold_files: 0, cold_files_skipped: 0,
-      partial: false, partial_reasons: [] }));
+// The synthetic answers come from a small HTTP server of this process on loopback: the
+// routes rewrite the app's /api/v1 requests to it (route.continue with another URL, not
+// observable by the page), so the bodies travel as real HTTP responses. Fulfilling them
+// through the DevTools protocol instead costs ~2 s per 14 MB body (base64 over the pipe),
+// which would swamp what is measured.
+function sideServer(handlers) {
+  return new Promise((resolve) => {
+    const srv = http.createServer((req, res) => {
+      const u = new URL(req.url, 'http://x');
+      const h = handlers[u.pathname];
+      if (!h) { res.writeHead(404); res.end(); return; }
+      const body = h(u.searchParams);
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+      res.end(body);
+    });
+    srv.listen(0, '127.0.0.1', () => resolve({ srv, url: `http://127.0.0.1:${srv.address().port}` }));
   });
-  await page.route((u) => u.pathname === '/api/v1/calls/stats', (route) => json(route, data.statsBody));
-  await page.route((u) => u.pathname === '/api/v1/services', (route) => json(route, data.servicesBody));
+}
+
+function callsHandlers(data) {
+  return {
+    '/api/v1/calls': (q) => {
+      const limit = Math.max(1, Math.min(1000, Number(q.get('limit') ?? 100)));
+      const off = Number(q.get('cursor') ?? 0);
+      const o = data.order(q.get('sort') ?? '-ts_ms');
+      const calls = o.slice(off, off + limit);
+      const next = off + limit < o.length ? String(off + limit) : null;   // the cursor: the next row offset
+      return JSON.stringify({ calls, next_cursor: next, scanned: calls.length, cold_files: 0, cold_files_skipped: 0,
+        partial: false, partial_reasons: [] });
+    },
+    '/api/v1/calls/stats': () => data.statsBody,
+    '/api/v1/services': () => data.servicesBody,
+  };
+}
+
+async function routeTo(page, side, match, path) {
+  await page.route(match, (route) => {
+    const u = new URL(route.request().url());
+    return route.continue({ url: side + (path ?? u.pathname) + u.search });
+  });
 }
 
 // ---- in-page helpers ------------------------------------------------------------------------
@@ -313,15 +342,16 @@ async function heap(cdp, page) {
 async function benchTree(browser) {
   const t0 = Date.now();
   const tree = genTree(opt.nodes);
-  const query = 'class17.';
+  const query = `class${(17 * 7) % 250}.`;   // a class of method 17: always in the dictionary
   const expect = tree.countOf(query);
   say(`tree: ${opt.nodes} nodes, ${tree.methods} methods, depth ${tree.maxDepth}, max fan-out ${tree.maxFan}, ` +
       `${(tree.body.length / 1e6).toFixed(1)} MB JSON, generated in ${Date.now() - t0} ms; '${query}' matches ${expect} nodes`);
   out('tree_input', { nodes: opt.nodes, methods: tree.methods, max_depth: tree.maxDepth, max_fanout: tree.maxFan,
     json_bytes: tree.body.length, search_hits: expect });
+  const side = await sideServer({ '/tree': () => tree.body });
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC' });
-  const route = (page) => page.route('**/api/v1/calls/*/tree', (r) => r.fulfill({ status: 200, contentType: 'application/json', body: tree.body }));
-  const R = { fetchParse: [], parse: [], open: [], app: [], flame: [], back: [], search: [] };
+  const route = (page) => routeTo(page, side.url, '**/api/v1/calls/*/tree', '/tree');
+  const R = { fetchParse: [], parse: [], open: [], app: [], flame: [], back: [], search: [], boot: [], dl: [], after: [] };
   for (let rep = 0; rep < opt.reps; rep++) {
     // baseline: the same body fetched through the same route and parsed, in a page of the
     // same origin that runs no app code
@@ -351,9 +381,15 @@ async function benchTree(browser) {
     });
     await page.goto(`${opt.base}/tree?call=bench-call`, { waitUntil: 'commit' });
     await page.waitForFunction(() => window.__uibOpen !== undefined, null, { timeout: 120000, polling: 100 });
-    const open = await page.evaluate(() => ({ t: window.__uibOpen, app: window.__cpTreeTiming?.firstPaintMs ?? -1 }));
-    check(open.t > 0, 'the tree shows rows');
+    const open = await page.evaluate(() => {
+      // where the time went: app start-up until the request, the response, after it
+      const r = performance.getEntriesByType('resource').find((e) => e.name.includes('/tree'));
+      return { t: window.__uibOpen, app: window.__cpTreeTiming?.firstPaintMs ?? -1,
+        req: r ? r.startTime : -1, resp: r ? r.responseEnd : -1 };
+    });
+    check(open.t > 0 && open.req > 0, 'the tree shows rows');
     R.open.push(open.t); R.app.push(open.app);
+    R.boot.push(open.req); R.dl.push(open.resp - open.req); R.after.push(open.t - open.resp);
 
     // flame view, then back to the tree
     const fl = await page.evaluate(async () => {
@@ -383,13 +419,17 @@ async function benchTree(browser) {
     R.search.push(se.ms);
     await page.close();
     say(`tree rep ${rep + 1}: fetch+parse ${f1(b.fetchParse)} ms (parse ${f1(b.parse)}), open ${f1(open.t)} ms ` +
-        `(app JSON->paint ${open.app}), flame ${f1(fl.flame)}, back to tree ${f1(fl.back)}, search ${f1(se.ms)} ms (${se.text})`);
+        `(request at ${f1(open.req)}, response end ${f1(open.resp)}, app JSON->paint ${open.app}), flame ${f1(fl.flame)}, back to tree ${f1(fl.back)}, search ${f1(se.ms)} ms (${se.text})`);
   }
   await ctx.close();
+  side.srv.close();
   stats('tree_baseline_fetch_parse', R.fetchParse);
   stats('tree_baseline_parse', R.parse);
   stats('tree_open', R.open, { ratio: f2(median(R.open) / median(R.fetchParse)) });
   stats('tree_app_json_to_paint', R.app);
+  stats('tree_open_until_request', R.boot);
+  stats('tree_open_response', R.dl);
+  stats('tree_open_after_response', R.after);
   stats('tree_flame', R.flame, { ratio: f2(median(R.flame) / median(R.fetchParse)) });
   stats('tree_back_to_tree', R.back);
   stats('tree_search', R.search, { ratio: f2(median(R.search) / median(R.fetchParse)) });
@@ -399,6 +439,7 @@ async function benchTree(browser) {
 // scroll loop run in the page: `frames` frames, each moving scrollTop by `step` (step 0 =
 // a random position each frame); positions wrap at the end of the scroll range
 async function scrollRun(page, cdp, sel, frames, step, seed) {
+  await page.bringToFront();
   await page.evaluate((s) => { const el = document.querySelector(s); el.scrollTop = 0; }, sel);
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50)))));
   const m0 = await cdpTask(cdp);
@@ -452,8 +493,10 @@ async function benchCalls(browser) {
   const data = genCalls(opt.rows);
   say(`calls: ${opt.rows} rows generated in ${Date.now() - t0} ms`);
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC' });
+  const side = await sideServer(callsHandlers(data));
   const page = await newPage(ctx);
-  await routeCalls(page, data);
+  const api = ['/api/v1/calls', '/api/v1/calls/stats', '/api/v1/services'];
+  await routeTo(page, side.url, (u) => api.includes(u.pathname));
   const cdp = await ctx.newCDPSession(page);
   await cdp.send('Performance.enable');
   const SEL = '[data-testid=calls-table]';
@@ -465,36 +508,48 @@ async function benchCalls(browser) {
     const first = await page.evaluate(() => window.__uib.waitFrame(() => window.__uib.visible('[data-testid=calls-row]')));
     const h1 = await heap(cdp, page);
     const l0 = await page.evaluate(() => performance.now());
-    const rows = await page.evaluate(async ({ sel, want }) => {
+    const { rows, pages } = await page.evaluate(async ({ sel, want }) => {
       const el = document.querySelector(sel);
       const count = () => Number(el.getAttribute('aria-rowcount'));
+      const pages = [];
       for (let i = 0; i < 5000 && count() < want; i++) {
         el.scrollTop = el.scrollHeight;
         const n = count();
+        const t0 = performance.now();
         await window.__uib.waitFrame(() => count() > n || count() >= want, 30000);
+        pages.push(performance.now() - t0);
       }
-      return count();
+      return { rows: count(), pages };
     }, { sel: SEL, want: opt.rows });
     const l1 = await page.evaluate(() => performance.now());
-    return { first, rows, loadMs: l1 - l0, heap1000: h1 };
+    // time per page (scroll to the bottom -> the next page's rows counted) at the start
+    // and at the end of the list: flat when nothing costs in proportion to the rows loaded
+    const k = Math.min(10, pages.length >> 1);
+    const avg = (a) => a.reduce((x, y) => x + y, 0) / Math.max(1, a.length);
+    return { first, rows, loadMs: l1 - l0, heap1000: h1, pageFirst: avg(pages.slice(0, k)), pageLast: avg(pages.slice(-k)) };
   };
   const L = await load();
   const status = await page.locator('[data-testid=calls-status]').innerText();
   check(L.rows === opt.rows, `all ${opt.rows} rows loaded (aria-rowcount ${L.rows})`);
   const k = opt.rows >= 100000 ? `${Math.round(opt.rows / 1000)} K` : String(opt.rows);
   check(status.includes(`Displaying ${k} of ${k} calls`), `status line '${status.split('\n')[0]}'`);
-  say(`calls: first rows ${f1(L.first)} ms after navigation; ${L.rows} rows loaded by scrolling in ${f1(L.loadMs)} ms; ` +
+  say(`calls: first rows ${f1(L.first)} ms after navigation; ${L.rows} rows loaded by scrolling in ${f1(L.loadMs)} ms ` +
+      `(${f1(L.pageFirst)} ms per page at the start, ${f1(L.pageLast)} at the end); ` +
       `status '${status.split('\n')[0]}'`);
   const H = await heap(cdp, page);
-  out('calls_load', { first_rows_ms: f1(L.first), load_all_ms: f1(L.loadMs), rows: L.rows });
+  out('calls_load', { first_rows_ms: f1(L.first), load_all_ms: f1(L.loadMs), rows: L.rows,
+    page_ms_first10: f1(L.pageFirst), page_ms_last10: f1(L.pageLast) });
   out('calls_heap', { used_bytes_1000_rows: L.heap1000.used, used_bytes: H.used, perf_memory_used: H.pm,
     bytes_per_row: Math.round((H.used - L.heap1000.used) / Math.max(1, L.rows - 1000)) });
   const dom = await page.evaluate(() => document.querySelectorAll('[data-testid=calls-row]').length);
   out('calls_dom', { row_elements: dom });
 
   // the baseline page: same browser, same viewport
-  const bpage = await newPage(ctx);
-  const bcdp = await ctx.newCDPSession(bpage);
+  // (its own context: a second page in the same one would put the calls page in the
+  // background, where chromium runs animation frames once a second)
+  const bctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'UTC' });
+  const bpage = await newPage(bctx);
+  const bcdp = await bctx.newCDPSession(bpage);
   await bcdp.send('Performance.enable');
   await bpage.setContent(staticTable(100));
   const BSEL = '[data-testid=static-table]';
@@ -535,7 +590,7 @@ async function benchCalls(browser) {
   const jo = summary('calls_jumps', J.our), jb = summary('static_jumps', J.base);
   out('calls_scroll_ratio', { frame_median: f2(so.med / sb.med), frame_p95: f2(so.p95 / sb.p95), task: f2(so.task / sb.task) });
   out('calls_jumps_ratio', { frame_median: f2(jo.med / jb.med), frame_p95: f2(jo.p95 / jb.p95), task: f2(jo.task / jb.task) });
-  await bpage.close();
+  await bctx.close();
 
   // sort by duration with every row loaded: click -> row 0 is the slowest call
   const sortMs = [];
@@ -559,6 +614,7 @@ async function benchCalls(browser) {
   }
   stats('calls_sort', sortMs);
   await ctx.close();
+  side.srv.close();
 }
 
 // ---- main ---------------------------------------------------------------------------------
