@@ -26,19 +26,8 @@ die() { echo "node-tools: error: $*" >&2; exit 1; }
 [[ -f $lock ]] || die "$lock is missing"
 
 # ---- node and npm ---------------------------------------------------------------------
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    say "node/npm missing: installing Debian's nodejs and npm"
-    sudo=()
-    if ((EUID != 0)); then
-        command -v sudo >/dev/null || die "not root and no sudo: install nodejs and npm by hand"
-        sudo=(sudo)
-    fi
-    apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300)
-    "${apt[@]}" update -qq || die "apt-get update failed (offline? the Debian mirror must be reachable)"
-    "${apt[@]}" install -y -qq --no-install-recommends nodejs npm ||
-        die "apt-get install nodejs npm failed (offline? the Debian mirror must be reachable)"
-    command -v node >/dev/null 2>&1 || die "node still missing after installing nodejs"
-fi
+. "$root/scripts/ensure-node.sh"
+ensure_node
 
 # ---- the tools ------------------------------------------------------------------------
 want=$(sha256sum "$lock" | cut -d' ' -f1)

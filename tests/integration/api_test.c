@@ -50,12 +50,6 @@ static int jbool(const json_t *o, const char *k)
     return json_is_true(v);
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* Expects an error response: status, JSON {"error", "code"} and (if param) "parameter". */
 static void expect_error_req(int port, const char *method, const char *path, const void *body, size_t n, int status,
                              const char *code, const char *param)

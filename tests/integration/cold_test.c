@@ -67,12 +67,6 @@ static void env_free(env *e)
     free(e->store);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static json_t *get_json(const env *e, const char *path)
 {
     cp_buf body;

@@ -2126,21 +2126,6 @@ static void test_edge_1mib_binary(void **state)
 
 /* ---- setup ------------------------------------------------------------------------------------- */
 
-static int in_path(const char *prog)
-{
-    const char *path = getenv("PATH");
-    if (!path) return 0;
-    char *copy = strdup(path);
-    int found = 0;
-    for (char *dir = strtok(copy, ":"); dir && !found; dir = strtok(NULL, ":")) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", *dir ? dir : ".", prog);
-        found = access(p, X_OK) == 0;
-    }
-    free(copy);
-    return found;
-}
-
 static int group_setup(void **state)
 {
     (void)state;

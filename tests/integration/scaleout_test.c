@@ -22,12 +22,6 @@
 #define OLD_FROM 1690200000000LL
 #define OLD_TO 1690210000000LL
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static long long count_calls(const test_server *s, long long from, long long to)
 {
     char path[256];

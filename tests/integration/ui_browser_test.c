@@ -50,27 +50,6 @@ static const char *const dump_files[] = {
     "test-service.heap.hprof.zip",
 };
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static int in_path(const char *prog)
-{
-    const char *path = getenv("PATH");
-    if (!path) return 0;
-    char *copy = strdup(path);
-    int found = 0;
-    for (char *dir = strtok(copy, ":"); dir && !found; dir = strtok(NULL, ":")) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", *dir ? dir : ".", prog);
-        found = access(p, X_OK) == 0;
-    }
-    free(copy);
-    return found;
-}
-
 static int under_ci(void)
 {
     const char *ci = getenv("CI");

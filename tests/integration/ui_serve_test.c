@@ -42,12 +42,6 @@ typedef struct ui_env {
 
 static ui_env env;
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- requests ------------------------------------------------------------------------------ */
 
 typedef struct resp {

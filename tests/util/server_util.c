@@ -23,12 +23,6 @@
 
 static int64_t now_ms(void) { return (int64_t)(cp_mono_ns() / 1000000u); }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- registry of started servers (copies: the test's own struct may be gone after a
  * failed assertion longjmp'ed out of its stack frame) ---------------------------------------- */
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *fixture_path(const char *rel)
@@ -130,4 +131,25 @@ char *str16_dup(cp_str16 s)
     cp_str16_to_utf8(&b, s);
     cp_buf_putc(&b, 0);
     return (char *)b.data;
+}
+
+void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int in_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char *copy = strdup(path);
+    int found = 0;
+    for (char *dir = strtok(copy, ":"); dir && !found; dir = strtok(NULL, ":")) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", *dir ? dir : ".", prog);
+        found = access(p, X_OK) == 0;
+    }
+    free(copy);
+    return found;
 }

@@ -31,5 +31,9 @@ char *str16_dup(cp_str16 s);
  * with the file's text; rows the fixture's authors anonymised (test.org) are compared by
  * parameter ids, and by value where a value was left alone. */
 void assert_go_map_equal(const char *mine, const char *expected);
+/* Sleeps ms milliseconds. */
+void sleep_ms(long ms);
+/* 1 if an executable prog is found on $PATH. */
+int in_path(const char *prog);
 
 #endif

@@ -12,7 +12,7 @@ import { useApp } from '../lib/ctx';
 import { fmtDuration, shortPod } from '../lib/format';
 import { fmtTs } from '../lib/time';
 import { buildUrl, setParams, type Route } from '../lib/url';
-import { ErrorBanner, Loading, hexNid, useFetch } from './common';
+import { ErrorBanner, Loading, dumpSubtitle, hexNid, useFetch } from './common';
 import {
   buildMonitors, closestInMinute, fmtTopTime, deadlockedThreads, effectiveHeld, fullState, groupStacks, isSystemThread, lockVerb,
   stateClass, stateLabel, topByNid, type Monitor, type TdThread, type ThreadsResp, type TopResp, type TopRow,
@@ -54,8 +54,7 @@ export function TdView({ id, route }: { id: string; route: Route }) {
   const download = apiUrl(`/dumps/${encodeURIComponent(id)}`);
 
   const rec = c.data?.record ?? null;
-  const pod = rec ? (rec.restart_pod ?? rec.pod) : P.get('pod');
-  const sub = [pod ? shortPod(pod) : null, rec ? fmtTs(rec.time_ms, zone) : null, rec?.name].filter(Boolean).join(' · ');
+  const sub = dumpSubtitle(rec, P.get('pod'), zone);
 
   let body;
   if (f.error) body = <ErrorBanner error={f.error} retry={f.retry} downloadHref={download} />;

@@ -5,10 +5,9 @@
 
 import { apiGet, apiUrl, type Dump, type DumpsPage } from '../lib/api';
 import { useApp } from '../lib/ctx';
-import { fmtBytes, shortPod } from '../lib/format';
-import { fmtTs } from '../lib/time';
+import { fmtBytes } from '../lib/format';
 import { buildUrl, setParams, type Route } from '../lib/url';
-import { ErrorBanner, Loading, hexNid, useFetch } from './common';
+import { ErrorBanner, Loading, dumpSubtitle, hexNid, useFetch } from './common';
 import { closestInMinute, fmtTopTime, type TdThread, type ThreadsResp, type TopResp, type TopRow } from './dumpModel';
 import { ViewerFrame } from './frame';
 
@@ -46,8 +45,7 @@ export function TopView({ id, route }: { id: string; route: Route }) {
   const c = useFetch((s) => loadContext(id, P, s), [id, ctxKey]);
   const download = apiUrl(`/dumps/${encodeURIComponent(id)}`);
   const rec = c.data?.record ?? null;
-  const pod = rec ? (rec.restart_pod ?? rec.pod) : P.get('pod');
-  const sub = [pod ? shortPod(pod) : null, rec ? fmtTs(rec.time_ms, zone) : null, rec?.name].filter(Boolean).join(' · ');
+  const sub = dumpSubtitle(rec, P.get('pod'), zone);
 
   let body;
   if (f.error) body = <ErrorBanner error={f.error} retry={f.retry} downloadHref={download} />;

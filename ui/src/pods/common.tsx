@@ -4,9 +4,9 @@
 
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, isAbort } from '../lib/api';
-import { civil, fmtOffset, offsetMin } from '../lib/time';
-import { pad2 } from '../lib/format';
+import { ApiError, isAbort, type Dump } from '../lib/api';
+import { civil, fmtOffset, fmtTs, offsetMin } from '../lib/time';
+import { pad2, shortPod } from '../lib/format';
 
 export interface Fetched<T> {
   data: T | null;
@@ -148,4 +148,11 @@ export function triggerDownload(href: string): void {
   document.body.appendChild(a);
   a.click();
   a.remove();
+}
+
+/** A file viewer's subtitle: pod · time · name, from the file's record when it was found,
+ *  else from the pod the link carried. */
+export function dumpSubtitle(rec: Dump | null, linkPod: string | null, zone: string): string {
+  const pod = rec ? (rec.restart_pod ?? rec.pod) : linkPod;
+  return [pod ? shortPod(pod) : null, rec ? fmtTs(rec.time_ms, zone) : null, rec?.name].filter(Boolean).join(' · ');
 }
