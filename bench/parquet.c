@@ -46,6 +46,9 @@
  * usage: bench_parquet [--rows N] [--pods N] [--depth D] [--runs N] [--dir DIR] [--keep]
  *                      [--json] [--agent-only] [--no-duckdb] [--node PATH] [--script PATH]
  *                      [--tools DIR] [--zstd-level L] [--row-group-rows N] [--page-rows N]
+ *                      [--order time|pod]
+ *   --order pod: rows sorted as compaction did before issue 14 (pod, then time inside a
+ *   namespace x range), to compare the sizes of the two layouts
  *   defaults: 1 000 000 rows, 40 pods, depth 8, 3 runs, $TMPDIR or /tmp, node from PATH,
  *   the script and tests/tools of the source tree this was built from
  *   --zstd-level, --row-group-rows, --page-rows change our writer's options (experiments;
@@ -629,16 +632,25 @@ static int cmp_str(const char *a, size_t an, const char *b, size_t bn)
         if ((x) != (y)) return (x) < (y) ? -1 : 1; \
     } while (0)
 
-/* namespace, duration range, pod, time, restart, trace pointer (catalog_sqlite_cold.c) */
+/* --order pod: the layout before issue 14 (namespace, duration range, pod, time, ...) */
+static int g_order_pod;
+
+/* compaction's order (catalog_sqlite_cold.c, cp_cold.h "the cold writer"): namespace,
+ * duration range, time, restart, pod_hash (signed), trace pointer; or, with --order pod,
+ * the earlier namespace, duration range, pod, time, restart, trace pointer */
 static int cmp_call(const void *pa, const void *pb)
 {
     const cp_call *a = *(const cp_call *const *)pa, *b = *(const cp_call *const *)pb;
     int c = cmp_str(a->ns, a->ns_len, b->ns, b->ns_len);
     if (c) return c;
     CMP(cp_cold_range_of(a->duration_ms), cp_cold_range_of(b->duration_ms));
-    if ((c = cmp_str(a->pod, a->pod_len, b->pod, b->pod_len))) return c;
+    if (g_order_pod && (c = cmp_str(a->pod, a->pod_len, b->pod, b->pod_len))) return c;
     CMP(a->ts_ms, b->ts_ms);
     CMP(a->restart_ms, b->restart_ms);
+    if (!g_order_pod) {
+        CMP((int64_t)cp_pod_hash(a->ns, a->ns_len, a->pod, a->pod_len),
+            (int64_t)cp_pod_hash(b->ns, b->ns_len, b->pod, b->pod_len));
+    }
     CMP(a->trace_file_index, b->trace_file_index);
     CMP(a->buffer_offset, b->buffer_offset);
     CMP(a->record_index, b->record_index);
@@ -1180,7 +1192,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_parquet [--rows N] [--pods N] [--depth D] [--runs N] [--dir DIR] [--keep] [--json]\n"
                "                     [--agent-only] [--no-duckdb] [--node PATH] [--script PATH] [--tools DIR]\n"
-               "                     [--zstd-level L] [--row-group-rows N] [--page-rows N]\n");
+               "                     [--zstd-level L] [--row-group-rows N] [--page-rows N] [--order time|pod]\n");
 }
 
 static int parse_opts(int argc, char **argv, opts *o)
@@ -1207,6 +1219,7 @@ static int parse_opts(int argc, char **argv, opts *o)
         else if (v && !strcmp(a, "--depth")) st = cp_parse_u64(argv[++i], CP_AGENT_MAX_DEPTH, &o->depth);
         else if (v && !strcmp(a, "--runs")) st = cp_parse_u64(argv[++i], MAX_RUNS, &o->runs);
         else if (v && !strcmp(a, "--dir")) o->dir = argv[++i];
+        else if (v && !strcmp(a, "--order") && (!strcmp(v, "time") || !strcmp(v, "pod"))) g_order_pod = !strcmp(argv[++i], "pod");
         else if (v && !strcmp(a, "--node")) o->node = argv[++i];
         else if (v && !strcmp(a, "--script")) o->script = argv[++i];
         else if (v && !strcmp(a, "--tools")) o->tools = argv[++i];

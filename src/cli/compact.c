@@ -5,6 +5,7 @@
 #include "store/cp_catalog.h"
 #include "store/cp_cold.h"
 #include "store/cp_dumps.h"
+#include "query/cp_query.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,10 @@ static const char usage_text[] =
     "  --heap-keep N            with --retention: heap dumps kept per pod, newest first,\n"
     "                           0 = all (default 10)\n"
     "  --node NAME              this compactor's name in the catalog (default host-pid)\n"
+    "  --idle-methods SUBSTR[,SUBSTR...]\n"
+    "                           the idle-loop methods `serve --idle-methods` adds to the\n"
+    "                           built-in list (CLOUDPROF_IDLE_METHODS): the rollups written\n"
+    "                           then answer \"hide system calls\" without reading the calls\n"
     "  --quiet                  no progress lines\n"
     "  --help                   this text\n";
 
@@ -60,7 +65,27 @@ typedef struct compact_opts {
     int64_t retention_ms;
     unsigned heap_keep;
     const char *node;
+    char *idle_text;                  /* --idle-methods, split in place */
+    const char **idle;                /* the built-in list, then --idle-methods */
+    size_t nidle;
 } compact_opts;
+
+/* The built-in idle list plus the comma-separated substrings of list (as serve). */
+static int set_idle(compact_opts *o, const char *list)
+{
+    free(o->idle_text);
+    free(o->idle);
+    o->idle_text = strdup(list);
+    size_t n = cp_system_idle_default_count + 1;
+    for (const char *p = list; *p; p++) n += *p == ',';
+    o->idle = malloc(n * sizeof *o->idle);
+    if (!o->idle_text || !o->idle) return CP_ENOMEM;
+    o->nidle = 0;
+    for (size_t i = 0; i < cp_system_idle_default_count; i++) o->idle[o->nidle++] = cp_system_idle_default[i];
+    for (char *save = NULL, *m = strtok_r(o->idle_text, ",", &save); m; m = strtok_r(NULL, ",", &save))
+        o->idle[o->nidle++] = m;
+    return CP_OK;
+}
 
 static int parse(compact_opts *o, int argc, char **argv, char *why, size_t whylen)
 {
@@ -72,6 +97,11 @@ static int parse(compact_opts *o, int argc, char **argv, char *why, size_t whyle
     o->until_ms = cp_now_ms();
     o->retention_ms = -1;
     o->heap_keep = 10;
+    const char *idle_env = getenv("CLOUDPROF_IDLE_METHODS");
+    if (idle_env && *idle_env && set_idle(o, idle_env) != CP_OK) {
+        snprintf(why, whylen, "out of memory");
+        return CP_ENOMEM;
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--take-over")) {
@@ -83,7 +113,7 @@ static int parse(compact_opts *o, int argc, char **argv, char *why, size_t whyle
             continue;
         }
         static const char *const valued[] = {"--data", "--catalog", "--store", "--s3-endpoint", "--s3-region",
-                                              "--until", "--retention", "--node", "--heap-keep"};
+                                              "--until", "--retention", "--node", "--heap-keep", "--idle-methods"};
         size_t k = 0;
         while (k < CP_ARRAY_LEN(valued) && strcmp(a, valued[k])) k++;
         if (k == CP_ARRAY_LEN(valued)) {
@@ -123,6 +153,12 @@ static int parse(compact_opts *o, int argc, char **argv, char *why, size_t whyle
             }
             o->heap_keep = (unsigned)n;
             break;
+        case 9:
+            if (set_idle(o, v) != CP_OK) {
+                snprintf(why, whylen, "out of memory");
+                return CP_ENOMEM;
+            }
+            break;
         }
     }
     return cp_cli_storage_resolve(&o->s, why, whylen);
@@ -141,6 +177,8 @@ int cp_cli_compact(int argc, char **argv)
     if (parse(&o, argc, argv, why, sizeof why) != CP_OK) {
         fprintf(stderr, "cloudprof compact: %s\n\n", why);
         usage(stderr);
+        free(o.idle);
+        free(o.idle_text);
         return 2;
     }
     char node[128], tmp[4200], dtmp[4200], err[1024];
@@ -178,7 +216,9 @@ int cp_cli_compact(int argc, char **argv)
                                .tmp_dir = tmp,
                                .node = o.node,
                                .lease_ms = o.take_over ? 0 : CP_COMPACT_LEASE_MS,
-                               .progress = o.quiet ? NULL : progress};
+                               .progress = o.quiet ? NULL : progress,
+                               .idle = o.idle ? o.idle : cp_system_idle_default,
+                               .nidle = o.idle ? o.nidle : cp_system_idle_default_count};
     const char *crash = getenv("CLOUDPROF_TEST_CRASH_AT");
     if (crash && *crash) {
         cfg.crash = crash_at;
@@ -226,5 +266,7 @@ out:
     cp_dumps_close(dumps);
     cp_catalog_close(cat);
     cp_ostore_close(store);
+    free(o.idle);
+    free(o.idle_text);
     return rc;
 }

@@ -630,6 +630,11 @@ int cp_cli_serve(int argc, char **argv)
     o.http.nblacklist = o.nblacklist;
     o.http.idle_methods = o.idle_methods;
     o.http.nidle_methods = o.nidle_methods;
+    /* the rollups' system flag uses the same list as the queries' hide_system */
+    o.cfg.idle_methods = o.idle_methods;
+    o.cfg.nidle_methods = o.nidle_methods;
+    o.cold.idle_methods = o.idle_methods;
+    o.cold.nidle_methods = o.nidle_methods;
     o.http.open_reader = open_reader;
     o.http.open_reader_ud = &rctx;
     o.http.version = CP_VERSION_STRING;

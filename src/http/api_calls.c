@@ -181,118 +181,37 @@ void http_api_call(cp_http *h, const http_args *a, const char *id, http_out *o)
 
 /* ---- GET /calls/stats ----------------------------------------------------------------- */
 
-typedef struct stat_point {
-    int64_t ts_ms;
-    int32_t duration_ms;
-    int32_t calls;
-    cp_call_ref ref;
-} stat_point;
-
-typedef struct stats_ctx {
-    int64_t from_ms, span_ms;
-    unsigned columns, per_col;
-    stat_point *pts;              /* columns x per_col slots, each column by duration desc */
-    unsigned *used;               /* slots used per column */
-    uint64_t total;
-    int64_t sum_duration, sum_suspend, sum_queue, sum_transactions;
-    int64_t last_ts;              /* the last row seen (keyset of the next page) */
-    cp_call_ref last_ref;
-} stats_ctx;
-
-/* Keeps the call if it is among the per_col slowest of its time column. */
-static int stats_row(void *ud, const cp_call *c)
+/* The stats answer (docs/API.md): points in time order, totals, how it was computed. */
+int http_stats_json(const cp_stats *s, const cp_stats_info *info, cp_buf *out)
 {
-    stats_ctx *s = ud;
-    s->total++;
-    s->sum_duration += c->duration_ms;
-    s->sum_suspend += c->suspend_ms;
-    s->sum_queue += c->queue_wait_ms;
-    s->sum_transactions = cp_add_wrap64(s->sum_transactions, c->transactions);
-    s->last_ts = c->ts_ms;
-    cp_call_ref_of(c, &s->last_ref);
-    double rel = (double)(c->ts_ms - s->from_ms) / (double)s->span_ms;
-    long col = (long)(rel * s->columns);
-    if (col < 0) col = 0;
-    if (col >= (long)s->columns) col = (long)s->columns - 1;
-    stat_point *slots = s->pts + (size_t)col * s->per_col;
-    unsigned n = s->used[col];
-    if (n == s->per_col && slots[n - 1].duration_ms >= c->duration_ms) return 0;
-    unsigned i = n < s->per_col ? n : n - 1; /* the new point's slot, then sift up */
-    while (i > 0 && slots[i - 1].duration_ms < c->duration_ms) {
-        slots[i] = slots[i - 1];
-        i--;
-    }
-    slots[i].ts_ms = c->ts_ms;
-    slots[i].duration_ms = c->duration_ms;
-    slots[i].calls = c->calls;
-    slots[i].ref = s->last_ref;
-    if (n < s->per_col) s->used[col] = n + 1;
-    return 0;
-}
-
-static int by_ts(const void *x, const void *y)
-{
-    const stat_point *a = x, *b = y;
-    if (a->ts_ms != b->ts_ms) return a->ts_ms < b->ts_ms ? -1 : 1;
-    return a->duration_ms > b->duration_ms ? -1 : a->duration_ms < b->duration_ms;
-}
-
-/* Gathers the kept points in time order and writes the response. */
-static int stats_json(stats_ctx *s, const cp_search_stats *st, cp_buf *out)
-{
-    size_t n = 0;
-    for (unsigned c = 0; c < s->columns; c++)
-        for (unsigned i = 0; i < s->used[c]; i++) s->pts[n++] = s->pts[(size_t)c * s->per_col + i];
-    qsort(s->pts, n, sizeof *s->pts, by_ts);
+    size_t cap = s->ncols * s->per_col;
+    cp_stats_point *pts = malloc((cap ? cap : 1) * sizeof *pts);
+    if (!pts) return CP_ENOMEM;
+    size_t n;
+    cp_stats_points(s, pts, &n);
     int bad = cp_buf_puts(out, "{\"points\":[") != CP_OK;
     for (size_t i = 0; i < n && !bad; i++) {
+        cp_call_ref ref = {pts[i].p.ts_ms, pts[i].p.restart_ms, pts[i].p.trace_file_index, pts[i].p.buffer_offset,
+                           pts[i].p.record_index, pts[i].pod_hash};
         char id[CP_CALL_ID_MAX];
-        cp_call_id_format(&s->pts[i].ref, id);
+        cp_call_id_format(&ref, id);
         bad |= cp_buf_printf(out, "%s{\"ts_ms\":%lld,\"duration_ms\":%ld,\"calls\":%ld,\"id\":\"%s\"}", i ? "," : "",
-                             (long long)s->pts[i].ts_ms, (long)s->pts[i].duration_ms, (long)s->pts[i].calls,
-                             id) != CP_OK;
+                             (long long)pts[i].p.ts_ms, (long)pts[i].p.duration_ms, (long)pts[i].p.calls, id) != CP_OK;
     }
+    free(pts);
+    const char *source = !info->scanned_calls && !info->scanned ? "rollup"
+                         : !info->rollup_entries                  ? "scan"
+                                                                  : "rollup+scan";
     bad |= cp_buf_printf(out,
                          "],\"total\":%llu,\"sampled\":%s,\"sum_duration_ms\":%lld,\"sum_suspend_ms\":%lld"
-                         ",\"sum_queue_wait_ms\":%lld,\"sum_transactions\":%lld,\"scanned\":%llu"
-                         ",\"partial\":%s,\"partial_reasons\":[%s]}",
+                         ",\"sum_queue_wait_ms\":%lld,\"sum_transactions\":%lld,\"column_ms\":%lld,\"source\":\"%s\""
+                         ",\"rollup_entries\":%llu,\"scanned\":%llu,\"partial\":%s,\"partial_reasons\":[%s]}",
                          (unsigned long long)s->total, s->total > n ? "true" : "false", (long long)s->sum_duration,
                          (long long)s->sum_suspend, (long long)s->sum_queue, (long long)s->sum_transactions,
-                         (unsigned long long)st->scanned, st->partial ? "true" : "false",
-                         st->partial ? "\"scan_budget\"" : "") != CP_OK;
+                         (long long)s->column_ms, source, (unsigned long long)info->rollup_entries,
+                         (unsigned long long)info->scanned, info->partial ? "true" : "false",
+                         info->partial ? "\"scan_budget\"" : "") != CP_OK;
     return bad ? CP_ENOMEM : CP_OK;
-}
-
-/* Scans every matching call in time order, HTTP_STATS_PAGE rows per reader query
- * (keyset), within the scan budget. Returns the reader's status; st sums the pages. */
-static int stats_scan(cp_http *h, cp_reader *r, cp_call_filter *f, stats_ctx *s, cp_search_stats *st)
-{
-    uint64_t budget = h->cfg->max_scan;
-    cp_sort_key after;
-    f->sort = CP_SORT_TS;
-    f->desc = 0;
-    f->limit = HTTP_STATS_PAGE;
-    f->after = NULL;
-    for (;;) {
-        cp_search_stats one;
-        memset(&one, 0, sizeof one);
-        f->max_scan = budget ? budget - st->scanned : 0;
-        uint64_t before = s->total;
-        int rc = cp_reader_search(r, f, stats_row, s, &one);
-        st->scanned += one.scanned;
-        if (rc != CP_OK) return rc;
-        if (one.partial || (budget && st->scanned >= budget && one.more)) {
-            st->partial = 1;
-            return CP_OK;
-        }
-        if (!one.more || s->total == before) return CP_OK;
-        memset(&after, 0, sizeof after);
-        after.col = CP_SORT_TS;
-        after.desc = 0;
-        after.num = s->last_ts;
-        after.ref = s->last_ref;
-        f->after = &after;
-    }
 }
 
 void http_api_stats(cp_http *h, const http_args *a, http_out *o)
@@ -303,31 +222,17 @@ void http_api_stats(cp_http *h, const http_args *a, http_out *o)
         http_query_free(&q);
         return;
     }
-    stats_ctx s;
-    memset(&s, 0, sizeof s);
-    s.from_ms = q.from_ms;
-    s.span_ms = q.to_ms - q.from_ms;
-    s.columns = q.columns;
-    s.per_col = HTTP_STATS_MAX_POINTS / q.columns;
-    if (s.per_col > HTTP_STATS_PER_COLUMN) s.per_col = HTTP_STATS_PER_COLUMN;
-    if (s.per_col < 1) s.per_col = 1;
-    s.pts = calloc((size_t)s.columns * s.per_col, sizeof *s.pts);
-    s.used = calloc(s.columns, sizeof *s.used);
     cp_call_filter f;
     http_query_filter(h, &q, &f);
-    cp_search_stats st;
-    memset(&st, 0, sizeof st);
     cp_reader *r = NULL;
-    int rc;
-    if (!s.pts || !s.used) {
-        http_oom(o);
-    } else if (http_reader_take(h, o, &r) == 0) {
-        rc = stats_scan(h, r, &f, &s, &st);
-        if (rc < 0) http_reader_error(o, rc, "search", cp_reader_errmsg(r));
-        http_pool_release(h, r, rc < 0);
-        if (rc >= 0 && stats_json(&s, &st, &o->body) != CP_OK) http_oom(o);
+    if (http_reader_take(h, o, &r) == 0) {
+        cp_stats s;
+        cp_stats_info info;
+        int rc = cp_stats_run(r, &f, q.columns, &s, &info);
+        if (rc < 0) http_reader_error(o, rc, "stats", cp_reader_errmsg(r));
+        http_pool_release(h, r, rc < 0 && rc != CP_EINVAL);
+        if (rc >= 0 && http_stats_json(&s, &info, &o->body) != CP_OK) http_oom(o);
+        cp_stats_free(&s);
     }
-    free(s.pts);
-    free(s.used);
     http_query_free(&q);
 }

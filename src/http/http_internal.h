@@ -8,6 +8,8 @@
 
 #include "http/cp_http.h"
 #include "query/cp_query.h"
+#include "query/cp_rollup.h"
+#include "store/cp_stats.h"
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -24,10 +26,7 @@ enum { HTTP_LOG_ERROR = 0, HTTP_LOG_WARN = 1, HTTP_LOG_INFO = 2, HTTP_LOG_DEBUG 
 #define HTTP_MAX_PODS 1000            /* names in a pods list (each <= HTTP_MAX_NAME_BYTES) */
 #define HTTP_MAX_BODY_BYTES (1u << 20) /* POST /tree body (1000 ids need ~100 KB) */
 #define HTTP_MAX_RESPONSE_BYTES (64u << 20) /* a /calls page stops growing beyond this */
-#define HTTP_STATS_MAX_POINTS 5000    /* /calls/stats: points per response */
 #define HTTP_STATS_MAX_COLUMNS 5000
-#define HTTP_STATS_PER_COLUMN 5
-#define HTTP_STATS_PAGE 10000         /* rows per reader query while computing stats */
 #define HTTP_SERVICES_MAX_ROWS 100000 /* pod restarts listed by /services */
 #define HTTP_EXPORT_PAGE 1000         /* rows fetched per reader query by the CSV export */
 #define HTTP_EXPORT_MAX_MS 25000      /* an export stops (and says so) after 25 s */
@@ -169,10 +168,7 @@ enum {
 };
 
 /* One name of a list parameter (pods), pointing into the query's copy of the value. */
-typedef struct http_name {
-    const char *s;
-    size_t n;
-} http_name;
+typedef cp_name http_name;
 
 /* What the filter's match predicate checks (http_query_filter): the search and the pods
  * list, each optional; a call must satisfy both. */
@@ -194,6 +190,7 @@ typedef struct http_query {
     http_name *pods;
     size_t npods;
     http_match match;                   /* search + pods, for the filter's predicate */
+    cp_rollup_sel sel;                  /* the same, spelled out for the stats rollups */
     int errors_only;
     int hide_system;                    /* ui.md §3.6 */
     cp_sort_col sort;
@@ -224,6 +221,8 @@ int http_parse_window(cp_http *h, const http_args *a, int64_t *from, int64_t *to
 
 /* Appends the API's Call object. CP_OK or CP_ENOMEM. */
 int http_call_json(cp_buf *out, const cp_call *c);
+/* Appends the /calls/stats answer. CP_OK or CP_ENOMEM. */
+int http_stats_json(const cp_stats *s, const cp_stats_info *info, cp_buf *out);
 
 /* ---- endpoints ----------------------------------------------------------------------- */
 

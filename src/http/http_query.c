@@ -182,7 +182,7 @@ static uint64_t query_hash(const http_query *q, const char *qtext, size_t qlen)
     if (q->npods) { /* sorted and unique: the same set in any order is the same filter */
         uint64_t np = q->npods;
         h = hash_field(h, 'P', &np, sizeof np);
-        for (size_t i = 0; i < q->npods; i++) h = hash_field(h, 'o', q->pods[i].s, q->pods[i].n);
+        for (size_t i = 0; i < q->npods; i++) h = hash_field(h, 'o', q->pods[i].p, q->pods[i].len);
     }
     return hash_field(h, 'q', qtext, qlen);
 }
@@ -191,8 +191,8 @@ static uint64_t query_hash(const http_query *q, const char *qtext, size_t qlen)
 static int name_cmp(const void *x, const void *y)
 {
     const http_name *a = x, *b = y;
-    int c = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
-    return c ? c : (a->n > b->n) - (a->n < b->n);
+    int c = memcmp(a->p, b->p, a->len < b->len ? a->len : b->len);
+    return c ? c : (a->len > b->len) - (a->len < b->len);
 }
 
 /* pods: a comma-separated list of exact pod names (at most HTTP_MAX_PODS, each 1 to
@@ -317,6 +317,8 @@ int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query 
         q->match.idle = cp_system_idle_default;
         q->match.nidle = cp_system_idle_default_count;
     }
+    q->sel = (cp_rollup_sel){q->npods ? q->pods : NULL, q->npods, q->hide_system,
+                             q->hide_system ? cp_rollup_idle_fp(q->match.idle, q->match.nidle) : 0, q->search != NULL};
     if ((flags & HTTP_Q_SORT) && get_sort(a, &q->sort, &q->desc, o)) return -1;
     if (flags & HTTP_Q_COLUMNS) {
         uint64_t c = q->columns;
@@ -373,6 +375,7 @@ void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f)
     if (q->search || q->npods || q->hide_system) {
         f->match = match_call;
         f->match_ud = (void *)&q->match; /* read-only; q outlives the search */
+        f->sel = &q->sel;
     }
     if (q->search) {
         f->params = q->params;

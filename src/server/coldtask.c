@@ -2,6 +2,7 @@
  * timer, then retention, on a thread of its own with its own catalog connection, so the
  * agent loop never waits for Parquet writing or uploads. */
 #include "server/cp_server.h"
+#include "query/cp_query.h"
 #include "store/cp_catalog.h"
 #include "store/cp_cold.h"
 #include "store/cp_dumps.h"
@@ -41,7 +42,9 @@ static void run_once(cp_coldtask *t)
                               .lease_ms = CP_COMPACT_LEASE_MS,
                               .progress = on_progress,
                               .progress_ud = t,
-                              .stop = &t->stop};
+                              .stop = &t->stop,
+                              .idle = t->cfg.idle_methods ? t->cfg.idle_methods : cp_system_idle_default,
+                              .nidle = t->cfg.idle_methods ? t->cfg.nidle_methods : cp_system_idle_default_count};
     cp_compact_stats st;
     if (cp_compact_run(&cc, now - t->cfg.delay_ms, now, 0, &st, err, sizeof err) != CP_OK && !t->stop) {
         char line[1100];

@@ -38,6 +38,10 @@ typedef struct cp_server_config {
     int64_t trace_wait_ms;            /* how long a call waits for the end of its trace
                                        * before it is stored without one (default 60000) */
     int64_t hot_window_ms;            /* hot-tier window length (default 300000) */
+    /* idle-method list of the hot rollups' system flag (NULL = the built-in list); must
+     * outlive the server */
+    const char *const *idle_methods;
+    size_t nidle_methods;
     int64_t hot_ahead_ms;             /* windows created this far ahead (default 3 h) */
     cp_server_log_fn log;             /* NULL = silent */
     void *log_ud;
@@ -84,6 +88,8 @@ typedef struct cp_coldtask_config {
                                        * (same delay and retention); NULL = none. Shared
                                        * with the HTTP threads (thread-safe), not owned */
     unsigned heap_keep;               /* heap dumps kept per pod (newest first); 0 = all */
+    const char *const *idle_methods;  /* the rollups' idle list (NULL = the built-in list) */
+    size_t nidle_methods;
     cp_server_log_fn log;             /* called from the task's thread */
     void *log_ud;
 } cp_coldtask_config;

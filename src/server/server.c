@@ -262,6 +262,7 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
         st = CP_EINVAL;
     }
     if (st == CP_OK) st = cp_catalog_open(cfg->catalog ? cfg->catalog : path, &s->catalog, err, errlen);
+    if (st == CP_OK && cfg->idle_methods) cp_catalog_set_idle(s->catalog, cfg->idle_methods, cfg->nidle_methods);
     if (st == CP_OK && cp_catalog_set_windows(s->catalog, cfg->hot_window_ms, cfg->hot_ahead_ms) != CP_OK) {
         snprintf(err, errlen, "catalog: %s", cp_catalog_errmsg(s->catalog));
         st = CP_EINVAL;

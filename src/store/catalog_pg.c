@@ -126,6 +126,20 @@ static const char *const migrations[] = {
     "CREATE INDEX pod_restarts_ns_pod ON pod_restarts (namespace, pod_name);"
     "CREATE TABLE dump_pending ("
     "  object_key text PRIMARY KEY, node text NOT NULL, created_time bigint NOT NULL);",
+
+    /* 5: rollups and exact index lookups, as SQLite's migration 5 */
+    "ALTER TABLE inventory ADD COLUMN rollup integer NOT NULL DEFAULT 0;"
+    "CREATE TABLE hot_rollups ("
+    "  cell bigint NOT NULL, namespace text NOT NULL, service_name text NOT NULL, pod_name text NOT NULL,"
+    "  duration_class integer NOT NULL, flags integer NOT NULL, idle_fp bigint NOT NULL, tbl text NOT NULL,"
+    "  calls_count bigint NOT NULL, sum_duration bigint NOT NULL, sum_suspend_duration bigint NOT NULL,"
+    "  sum_queue_wait_duration bigint NOT NULL, sum_transactions bigint NOT NULL,"
+    "  max_time bigint NOT NULL, max_duration integer NOT NULL, max_calls integer NOT NULL,"
+    "  max_restart_time bigint NOT NULL, max_trace_file_index integer NOT NULL,"
+    "  max_buffer_offset integer NOT NULL, max_record_index integer NOT NULL,"
+    "  PRIMARY KEY (cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl));"
+    "CREATE INDEX hot_rollups_tbl ON hot_rollups (tbl);"
+    "ALTER TABLE s3_files ADD COLUMN indexed_maxlen text;",
 };
 
 int cp_catalog_pg_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -638,6 +652,11 @@ static int pg_call_put(cp_catalog *base, const cp_call *call)
     return st == CP_OK ? cp_pg_hot_put(c->hot, call) : st;
 }
 
+static void pg_set_idle(cp_catalog *base, const char *const *idle, size_t n)
+{
+    cp_pg_hot_set_idle(((pg_catalog *)base)->hot, idle, n);
+}
+
 static int pg_set_windows(cp_catalog *base, int64_t window_ms, int64_t ahead_ms)
 {
     pg_catalog *c = (pg_catalog *)base;
@@ -910,6 +929,7 @@ enum { /* compact_calls's columns */
     K_TIME, K_CPU, K_WAIT, K_MEMORY, K_DURATION, K_NONBLOCKING, K_QUEUE, K_SUSPEND, K_CALLS, K_TRANSACTIONS,
     K_LOGS_GEN, K_LOGS_WRITTEN, K_FILE_READ, K_FILE_WRITTEN, K_NET_READ, K_NET_WRITTEN, K_NS, K_SERVICE, K_POD,
     K_RESTART, K_METHOD_ID, K_PARAMS, K_TFI, K_OFFSET, K_RECORD, K_METHOD, K_THREAD, K_ERROR, K_REASON, K_TRACE,
+    K_POD_HASH, /* only for the order */
     K_COUNT
 };
 
@@ -918,7 +938,7 @@ static const char compact_columns[] =
     " c.suspend_duration, c.calls, c.transactions, c.logs_generated, c.logs_written, c.file_read, c.file_written,"
     " c.net_read, c.net_written, c.namespace, c.service_name, c.pod_name, c.restart_time, c.method, c.params,"
     " c.trace_file_index, c.buffer_offset, c.record_index, c.method_name, c.thread, c.error, c.trace_reason,"
-    " t.trace";
+    " t.trace, c.pod_hash";
 
 static int64_t col64(const PGresult *r, int i, int k) { return (int64_t)cp_be64((const uint8_t *)PQgetvalue(r, i, k)); }
 static int32_t col32(const PGresult *r, int i, int k) { return (int32_t)cp_be32((const uint8_t *)PQgetvalue(r, i, k)); }
@@ -978,8 +998,8 @@ static int compact_query(pg_catalog *c, PGresult *r, cp_buf *q)
         st = cp_buf_puts(q, ") x ORDER BY x.namespace COLLATE \"C\", CASE WHEN x.duration < 1 THEN 0"
                             " WHEN x.duration < 10 THEN 1 WHEN x.duration < 100 THEN 2 WHEN x.duration < 1000 THEN 3"
                             " WHEN x.duration < 5000 THEN 4 WHEN x.duration < 30000 THEN 5"
-                            " WHEN x.duration < 90000 THEN 6 ELSE 7 END, x.pod_name COLLATE \"C\", x.time,"
-                            " x.restart_time, x.trace_file_index, x.buffer_offset, x.record_index");
+                            " WHEN x.duration < 90000 THEN 6 ELSE 7 END, x.time, x.restart_time, x.pod_hash,"
+                            " x.trace_file_index, x.buffer_offset, x.record_index");
     if (st == CP_OK) st = cp_buf_putc(q, 0);
     if (st != CP_OK) return cp_pg_failf(c, CP_ENOMEM, "out of memory");
     return n ? CP_OK : CP_ENOTFOUND;
@@ -1241,6 +1261,15 @@ static int pg_compact_finish(cp_catalog *base, const cp_compact_job *job, const 
     if (!r) return CP_EIO;
     st = drop_tables(c, r);
     PQclear(r);
+    /* the windows' rollups: the claim's rollup files hold them now */
+    if (st == CP_OK) {
+        r = cp_pg_query(c,
+                        "DELETE FROM hot_rollups WHERE tbl IN (SELECT table_name FROM inventory WHERE claim = $1"
+                        " AND table_type = 'calls')",
+                        "t", v, NULL, 0, "drop a claim's rollups");
+        st = r ? CP_OK : CP_EIO;
+        PQclear(r);
+    }
     return st == CP_OK ? pg_commit(base) : st;
 }
 
@@ -1366,6 +1395,7 @@ static const cp_catalog_ops pg_ops = {
     .stream_close = pg_stream_close,
     .call_put = pg_call_put,
     .set_windows = pg_set_windows,
+    .set_idle = pg_set_idle,
     .windows_prepare = pg_windows_prepare,
     .unfinished = pg_unfinished,
     .restart_files = pg_restart_files,

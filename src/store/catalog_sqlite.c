@@ -133,6 +133,28 @@ static const char *const migrations[] = {
     "CREATE INDEX pod_restarts_ns_pod ON pod_restarts (namespace, pod_name);"
     "CREATE TABLE dump_pending ("
     "  object_key TEXT PRIMARY KEY, node TEXT NOT NULL, created_time INTEGER NOT NULL);",
+
+    /* 5: rollups (issue 14, query/cp_rollup.h). hot_rollups: the additive rollup entries
+     * of the hot windows, written by the hot writer in the transactions that insert the
+     * calls, one key per (cell, pod, class, flags, idle list, window table); a window's
+     * rows go with its tables at compaction, which writes a rollup file instead.
+     * inventory.rollup: 1 for windows whose calls all have entries (windows created from
+     * now on); older windows are scanned. s3_files.indexed_maxlen: the longest value of
+     * each indexed param in a calls file (JSON object), so a $name=value search with a
+     * value at least that long looks its value up exactly in the inverted index, whose
+     * values are stored ASCII-lowercased from now on. */
+    "ALTER TABLE inventory ADD COLUMN rollup INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE hot_rollups ("
+    "  cell INTEGER NOT NULL, namespace TEXT NOT NULL, service_name TEXT NOT NULL, pod_name TEXT NOT NULL,"
+    "  duration_class INTEGER NOT NULL, flags INTEGER NOT NULL, idle_fp INTEGER NOT NULL, tbl TEXT NOT NULL,"
+    "  calls_count INTEGER NOT NULL, sum_duration INTEGER NOT NULL, sum_suspend_duration INTEGER NOT NULL,"
+    "  sum_queue_wait_duration INTEGER NOT NULL, sum_transactions INTEGER NOT NULL,"
+    "  max_time INTEGER NOT NULL, max_duration INTEGER NOT NULL, max_calls INTEGER NOT NULL,"
+    "  max_restart_time INTEGER NOT NULL, max_trace_file_index INTEGER NOT NULL,"
+    "  max_buffer_offset INTEGER NOT NULL, max_record_index INTEGER NOT NULL,"
+    "  PRIMARY KEY (cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl)) WITHOUT ROWID;"
+    "CREATE INDEX hot_rollups_tbl ON hot_rollups (tbl);"
+    "ALTER TABLE s3_files ADD COLUMN indexed_maxlen TEXT;",
 };
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -389,6 +411,11 @@ static int sq_set_windows(cp_catalog *base, int64_t window_ms, int64_t ahead_ms)
     return cp_hot_writer_set_windows(c->hot, window_ms, ahead_ms, c->err, sizeof c->err);
 }
 
+static void sq_set_idle(cp_catalog *base, const char *const *idle, size_t n)
+{
+    cp_hot_writer_set_idle(((sqlite_catalog *)base)->hot, idle, n);
+}
+
 static int sq_windows_prepare(cp_catalog *base, int64_t now_ms)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
@@ -588,6 +615,7 @@ static const cp_catalog_ops sqlite_ops = {
     .stream_close = sq_stream_close,
     .call_put = sq_call_put,
     .set_windows = sq_set_windows,
+    .set_idle = sq_set_idle,
     .windows_prepare = sq_windows_prepare,
     .commit = cp_sq_commit,
     .errmsg = sq_errmsg,

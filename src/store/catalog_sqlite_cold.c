@@ -276,7 +276,7 @@ static int table_exists(sqlite3 *db, const char *name)
     "time, cpu_time, wait_time, memory_used, duration, non_blocking, queue_wait_duration, suspend_duration, calls," \
     " transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written, namespace,"     \
     " service_name, pod_name, restart_time, method, params, trace_file_index, buffer_offset, record_index,"       \
-    " method_name, thread, trace_reason, id"
+    " method_name, thread, trace_reason, id, pod_hash"
 
 /* The claim's calls in compaction order: one UNION ALL over its tables, sorted by
  * SQLite (on disk if large); traces are fetched by row id per call, so blobs never go
@@ -291,8 +291,8 @@ static int claim_query(sqlite_catalog *c, char (*names)[CP_HOT_NAME_LEN], size_t
     if (st == CP_OK)
         st = cp_buf_puts(sql, ") ORDER BY namespace, CASE WHEN duration < 1 THEN 0 WHEN duration < 10 THEN 1"
                               " WHEN duration < 100 THEN 2 WHEN duration < 1000 THEN 3 WHEN duration < 5000 THEN 4"
-                              " WHEN duration < 30000 THEN 5 WHEN duration < 90000 THEN 6 ELSE 7 END, pod_name,"
-                              " time, restart_time, trace_file_index, buffer_offset, record_index");
+                              " WHEN duration < 30000 THEN 5 WHEN duration < 90000 THEN 6 ELSE 7 END,"
+                              " time, restart_time, pod_hash, trace_file_index, buffer_offset, record_index");
     if (st == CP_OK) st = cp_buf_putc(sql, 0);
     if (st != CP_OK) snprintf(c->err, sizeof c->err, "out of memory");
     return st;
@@ -369,7 +369,7 @@ static int claim_scan(sqlite_catalog *c, char (*names)[CP_HOT_NAME_LEN], size_t 
     while (st == CP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         cp_call k;
         row_call(q, &k);
-        size_t tbl = (size_t)sqlite3_column_int64(q, 29);
+        size_t tbl = (size_t)sqlite3_column_int64(q, 30);
         sqlite3_stmt *t = tbl < n ? tr[tbl] : NULL;
         if (t) {
             sqlite3_bind_int64(t, 1, sqlite3_column_int64(q, 28));
@@ -654,6 +654,13 @@ static int finish_windows(sqlite_catalog *c, const char *claim)
         snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s; DROP TABLE IF EXISTS traces_%s;", names[i],
                  names[i] + strlen("calls_"));
         st = cp_sq_exec(c, sql, "drop a compacted window");
+        /* the window's rollups: the claim's rollup files hold them now */
+        sqlite3_stmt *d;
+        if (st == CP_OK) st = prepare(c, c->db, "DELETE FROM hot_rollups WHERE tbl = ?1", &d);
+        if (st == CP_OK) {
+            sqlite3_bind_text(d, 1, names[i], -1, SQLITE_STATIC);
+            st = step_done(c, d, "drop a compacted window's rollups");
+        }
     }
     free(names);
     sqlite3_stmt *s;

@@ -57,9 +57,10 @@ int cp_cold_ns_component(const char *ns, size_t ns_len, cp_buf *out)
     return st;
 }
 
-int cp_cold_calls_key(int64_t hour_ms, const char *ns, size_t ns_len, int range, const char *claim, cp_buf *out)
+/* <YYYY>/<MM>/<DD>/<HH>/<ns>/cloud_profiler_<name>[.<claim>].parquet */
+static int hour_key(int64_t hour_ms, const char *ns, size_t ns_len, const char *name, const char *claim, cp_buf *out)
 {
-    if (range < 0 || range >= CP_COLD_RANGES || hour_ms < 0) return CP_EINVAL;
+    if (hour_ms < 0) return CP_EINVAL;
     time_t t = (time_t)(hour_ms / 1000);
     struct tm tm;
     if (!gmtime_r(&t, &tm)) return CP_EINVAL;
@@ -68,11 +69,22 @@ int cp_cold_calls_key(int64_t hour_ms, const char *ns, size_t ns_len, int range,
              tm.tm_hour);
     int st = cp_buf_printf(out, "%04d/%02d/%02d/%02d/", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour);
     if (st == CP_OK) st = cp_cold_ns_component(ns, ns_len, out);
-    if (st == CP_OK) st = cp_buf_printf(out, "/cloud_profiler_%s", range_name[range]);
+    if (st == CP_OK) st = cp_buf_printf(out, "/cloud_profiler_%s", name);
     /* the claim that starts the hour owns the plain name */
     if (st == CP_OK && strcmp(claim, hour_claim) != 0) st = cp_buf_printf(out, ".%s", claim);
     if (st == CP_OK) st = cp_buf_puts(out, ".parquet");
     return st;
+}
+
+int cp_cold_calls_key(int64_t hour_ms, const char *ns, size_t ns_len, int range, const char *claim, cp_buf *out)
+{
+    if (range < 0 || range >= CP_COLD_RANGES) return CP_EINVAL;
+    return hour_key(hour_ms, ns, ns_len, range_name[range], claim, out);
+}
+
+int cp_cold_rollup_key(int64_t hour_ms, const char *ns, size_t ns_len, const char *claim, cp_buf *out)
+{
+    return hour_key(hour_ms, ns, ns_len, "rollup", claim, out);
 }
 
 void cp_cold_inv_table(const char *param, size_t len, char out[CP_COLD_INV_NAME])

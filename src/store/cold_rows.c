@@ -241,6 +241,12 @@ int cp_cold_rows_column(const cp_cold_rows *d, int col)
 
 size_t cp_cold_rows_count(const cp_cold_rows *d) { return d->has_rg ? d->nrows : 0; }
 
+const int64_t *cp_cold_rows_ints(const cp_cold_rows *d, int col)
+{
+    if (!d->has_rg || col < 0 || col >= CP_COLD_C_COUNT || !(d->have & CP_COLD_COL(col))) return NULL;
+    return d->data[col].i;
+}
+
 int cp_cold_rows_read(cp_cold_rows *d, size_t rg, uint32_t cols, char *err, size_t errlen)
 {
     if (rg >= cp_pq_reader_row_groups(d->r)) {

@@ -49,6 +49,50 @@ const cp_pq_column cp_cold_dumps_schema[CP_COLD_D_COUNT] = {
     [CP_COLD_D_BINARY] = {"binary_data", CP_PQ_BINARY, 0, 0},
 };
 
+const cp_pq_column cp_cold_rollup_schema[CP_COLD_R_COUNT] = {
+    [CP_COLD_R_CELL] = {"cell", CP_PQ_TS_MS, 0, 0},
+    [CP_COLD_R_NAMESPACE] = {"namespace", CP_PQ_STRING, 0, 1},
+    [CP_COLD_R_SERVICE] = {"service_name", CP_PQ_STRING, 0, 1},
+    [CP_COLD_R_POD] = {"pod_name", CP_PQ_STRING, 0, 1},
+    [CP_COLD_R_CLASS] = {"duration_class", CP_PQ_I32, 0, 0},
+    [CP_COLD_R_FLAGS] = {"flags", CP_PQ_I32, 0, 0},
+    [CP_COLD_R_COUNT_CALLS] = {"calls_count", CP_PQ_I64, 0, 0},
+    [CP_COLD_R_SUM_DURATION] = {"sum_duration", CP_PQ_I64, 0, 0},
+    [CP_COLD_R_SUM_SUSPEND] = {"sum_suspend_duration", CP_PQ_I64, 0, 0},
+    [CP_COLD_R_SUM_QUEUE] = {"sum_queue_wait_duration", CP_PQ_I64, 0, 0},
+    [CP_COLD_R_SUM_TRANSACTIONS] = {"sum_transactions", CP_PQ_I64, 0, 0},
+    [CP_COLD_R_MAX_TIME] = {"max_time", CP_PQ_TS_MS, 0, 0},
+    [CP_COLD_R_MAX_DURATION] = {"max_duration", CP_PQ_I32, 0, 0},
+    [CP_COLD_R_MAX_CALLS] = {"max_calls", CP_PQ_I32, 0, 0},
+    [CP_COLD_R_MAX_RESTART] = {"max_restart_time", CP_PQ_TS_MS, 0, 0},
+    [CP_COLD_R_MAX_TFI] = {"max_trace_file_index", CP_PQ_I32, 0, 0},
+    [CP_COLD_R_MAX_BO] = {"max_buffer_offset", CP_PQ_I32, 0, 0},
+    [CP_COLD_R_MAX_RI] = {"max_record_index", CP_PQ_I32, 0, 0},
+};
+
+void cp_cold_rollup_row(const cp_rollup_entry *e, cp_pq_value row[CP_COLD_R_COUNT])
+{
+    memset(row, 0, sizeof(cp_pq_value) * CP_COLD_R_COUNT);
+    row[CP_COLD_R_CELL].i = e->cell_ms;
+    row[CP_COLD_R_NAMESPACE].b = (cp_pq_bytes){(const uint8_t *)e->ns, e->ns_len};
+    row[CP_COLD_R_SERVICE].b = (cp_pq_bytes){(const uint8_t *)e->service, e->service_len};
+    row[CP_COLD_R_POD].b = (cp_pq_bytes){(const uint8_t *)e->pod, e->pod_len};
+    row[CP_COLD_R_CLASS].i = e->cls;
+    row[CP_COLD_R_FLAGS].i = e->flags;
+    row[CP_COLD_R_COUNT_CALLS].i = e->n;
+    row[CP_COLD_R_SUM_DURATION].i = e->sum_duration;
+    row[CP_COLD_R_SUM_SUSPEND].i = e->sum_suspend;
+    row[CP_COLD_R_SUM_QUEUE].i = e->sum_queue;
+    row[CP_COLD_R_SUM_TRANSACTIONS].i = e->sum_transactions;
+    row[CP_COLD_R_MAX_TIME].i = e->max.ts_ms;
+    row[CP_COLD_R_MAX_DURATION].i = e->max.duration_ms;
+    row[CP_COLD_R_MAX_CALLS].i = e->max.calls;
+    row[CP_COLD_R_MAX_RESTART].i = e->max.restart_ms;
+    row[CP_COLD_R_MAX_TFI].i = e->max.trace_file_index;
+    row[CP_COLD_R_MAX_BO].i = e->max.buffer_offset;
+    row[CP_COLD_R_MAX_RI].i = e->max.record_index;
+}
+
 /* Map entries point into text by offset while it grows; fixed up at the end. */
 typedef struct rb_entry {
     size_t key_off, key_len;

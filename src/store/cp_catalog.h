@@ -134,6 +134,9 @@ typedef struct cp_catalog_ops {
     /* Window length and how far ahead the maintenance task creates windows
      * (defaults 5 min, 3 h). Call before any call_put. */
     int (*set_windows)(cp_catalog *c, int64_t window_ms, int64_t ahead_ms);
+    /* The idle-method list of the hot rollups' system flag (query/cp_rollup.h; kept by
+     * pointer: it must outlive the catalog). Default: the built-in list. */
+    void (*set_idle)(cp_catalog *c, const char *const *idle, size_t n);
     /* The maintenance task's share of the hot tier: creates every window from the one
      * holding now_ms up to now_ms + ahead (inventory status ready). Cheap when they
      * exist. Runs on the owner's thread. */
@@ -254,6 +257,10 @@ static inline int cp_catalog_call_put(cp_catalog *c, const cp_call *call) { retu
 static inline int cp_catalog_set_windows(cp_catalog *c, int64_t window_ms, int64_t ahead_ms)
 {
     return c->ops->set_windows(c, window_ms, ahead_ms);
+}
+static inline void cp_catalog_set_idle(cp_catalog *c, const char *const *idle, size_t n)
+{
+    if (c->ops->set_idle) c->ops->set_idle(c, idle, n);
 }
 static inline int cp_catalog_windows_prepare(cp_catalog *c, int64_t now_ms)
 {

@@ -18,6 +18,7 @@
 #include "common/cp_common.h"
 #include "model/cp_model.h"
 #include "parquet/cp_parquet.h"
+#include "query/cp_rollup.h"
 #include "store/cp_catalog.h"
 #include "store/cp_hot.h"
 #include "store/cp_ostore.h"
@@ -84,6 +85,93 @@ int cp_cold_rowbuf_new(cp_cold_rowbuf **out);
 void cp_cold_rowbuf_free(cp_cold_rowbuf *rb);
 int cp_cold_call_row(cp_cold_rowbuf *rb, const cp_call *c, cp_pq_value row[CP_COLD_C_COUNT]);
 
+/* ---- rollup files ------------------------------------------------------------------------- *
+ *
+ * Beside its calls files, a claim writes one rollup file per namespace
+ * (<hour>/<namespace>/cloud_profiler_rollup[.<claim>].parquet): the cp_rollup_entry rows
+ * of its calls (query/cp_rollup.h), sorted by cell, namespace, service, pod, class, flags
+ * (a key may repeat: entries are additive). The key/value metadata says which cell
+ * length, classes and idle-list fingerprint the entries were made with; a reader that
+ * does not know them reads the calls instead. */
+enum {
+    CP_COLD_R_CELL, CP_COLD_R_NAMESPACE, CP_COLD_R_SERVICE, CP_COLD_R_POD, CP_COLD_R_CLASS, CP_COLD_R_FLAGS,
+    CP_COLD_R_COUNT_CALLS, CP_COLD_R_SUM_DURATION, CP_COLD_R_SUM_SUSPEND, CP_COLD_R_SUM_QUEUE,
+    CP_COLD_R_SUM_TRANSACTIONS, CP_COLD_R_MAX_TIME, CP_COLD_R_MAX_DURATION, CP_COLD_R_MAX_CALLS,
+    CP_COLD_R_MAX_RESTART, CP_COLD_R_MAX_TFI, CP_COLD_R_MAX_BO, CP_COLD_R_MAX_RI, CP_COLD_R_COUNT
+};
+extern const cp_pq_column cp_cold_rollup_schema[CP_COLD_R_COUNT];
+
+#define CP_COLD_KV_ORDER "cloudprof.calls.order"     /* calls files: "time" = the layout below */
+#define CP_COLD_ORDER_TIME "time"
+#define CP_COLD_KV_ROLLUP "cloudprof.rollup"         /* rollup files: CP_COLD_ROLLUP_FORMAT */
+#define CP_COLD_KV_IDLE_FP "cloudprof.rollup.idle_fp" /* decimal cp_rollup_idle_fp */
+/* cell length and class bounds, so a change of either is never misread */
+#define CP_COLD_ROLLUP_FORMAT "1;cell=10000;classes=0,1,10,100,500,1000,3000,5000,30000,90000"
+
+/* The object key of a claim's rollup file of a namespace. */
+int cp_cold_rollup_key(int64_t hour_ms, const char *ns, size_t ns_len, const char *claim, cp_buf *out);
+
+/* One entry -> one row of cp_cold_rollup_schema (the row points into e). */
+void cp_cold_rollup_row(const cp_rollup_entry *e, cp_pq_value row[CP_COLD_R_COUNT]);
+
+/* ---- the cold writer (cold_writer.c) ---------------------------------------------------------
+ *
+ * Calls -> local Parquet files, the compactor's step 3 (and bench/cold_query's). Calls
+ * must come ordered by namespace, duration range (cp_cold_range_of), then time, restart,
+ * pod_hash (signed), trace_file_index, buffer_offset, record_index: the writer checks it,
+ * because every calls file says in its metadata (CP_COLD_KV_ORDER = "time") that its rows
+ * are in that order, and readers rely on it to read only the end of a file they need
+ * (ARCHITECTURE.md "Cold file layout"). One calls file per namespace x range, one rollup
+ * file per namespace; the distinct values of the indexed params are collected per calls
+ * file (a param with more than a million values in a file is left out of that file's
+ * indexed_params). */
+
+#define CP_COLD_ROW_GROUP_ROWS 8192    /* calls files: rows per row group and per page */
+
+enum { CP_COLD_FILE_CALLS = 1, CP_COLD_FILE_ROLLUP = 2 };
+
+typedef struct cp_cold_writer_config {
+    const char *dir;                     /* where the files go (exists) */
+    int64_t hour_ms;                     /* the claim's hour (object keys) */
+    const char *claim;                   /* the claim key */
+    const cp_pq_writer_opts *pq;         /* calls files; NULL = CP_COLD_ROW_GROUP_ROWS rows per group */
+    const char *const *index_params;     /* names of the params to index */
+    size_t nindex;
+    const char *const *idle;             /* idle list of the rollups' system flag */
+    size_t nidle;
+    int64_t idle_fp;                     /* cp_rollup_idle_fp(idle, nidle) */
+    size_t rollup_max_entries;           /* entries held before a batch is written (0 = 1 << 20) */
+    volatile int *stop;                  /* non-zero: add fails with CP_EABORT */
+} cp_cold_writer_config;
+
+typedef struct cp_cold_output {
+    int type;                            /* CP_COLD_FILE_* */
+    const char *path;                    /* the local file */
+    const char *key;                     /* its object key (= s3_files uuid) */
+    const char *ns;
+    size_t ns_len;
+    int range;                           /* calls: cp_cold_range_of; rollup: -1 */
+    int64_t rows, size, min_ts, max_ts;  /* rollup: cells */
+    const char *services;                /* JSON array of the service names (calls) */
+    const char *indexed;                 /* JSON array of the params indexed (calls; rollup "[]") */
+} cp_cold_output;
+
+typedef struct cp_cold_writer cp_cold_writer;
+int cp_cold_writer_new(const cp_cold_writer_config *cfg, cp_cold_writer **out, char *err, size_t errlen);
+/* One call (with its trace). CP_EINVAL when out of order; errors name the call. */
+int cp_cold_writer_add(cp_cold_writer *w, const cp_call *c);
+/* Closes the last files. */
+int cp_cold_writer_finish(cp_cold_writer *w);
+size_t cp_cold_writer_count(const cp_cold_writer *w);
+/* The i-th file written (valid until free). */
+void cp_cold_writer_output(const cp_cold_writer *w, size_t i, cp_cold_output *out);
+/* fn(param, value) for every distinct indexed value of calls file i. */
+int cp_cold_writer_index_each(const cp_cold_writer *w, size_t i,
+                              int (*fn)(void *ud, const char *param, const char *v, size_t vlen), void *ud);
+const char *cp_cold_writer_errmsg(const cp_cold_writer *w);
+/* Frees; the local files stay (the caller removes its directory). */
+void cp_cold_writer_free(cp_cold_writer *w);
+
 /* ---- compactor ---------------------------------------------------------------------------- */
 
 /* A claim not refreshed for this long is abandoned (another compactor takes it over). A
@@ -106,7 +194,11 @@ typedef struct cp_compactor_config {
     const char *tmp_dir;                 /* where Parquet files are written before upload */
     const char *node;                    /* claimed_by */
     int64_t lease_ms;                    /* see cp_compact_opts */
-    const cp_pq_writer_opts *pq;         /* NULL = defaults */
+    const cp_pq_writer_opts *pq;         /* calls files; NULL = the cold writer's defaults */
+    /* the idle-method list of the rollups' system flag (cp_system_call): serve's list,
+     * so "hide system calls" is answered from the rollups */
+    const char *const *idle;
+    size_t nidle;
     /* progress: one line per file / claim (NULL = quiet) */
     void (*progress)(void *ud, const char *line);
     void *progress_ud;
@@ -187,6 +279,9 @@ int cp_cold_rows_column(const cp_cold_rows *d, int col);
 int cp_cold_rows_read(cp_cold_rows *d, size_t rg, uint32_t cols, char *err, size_t errlen);
 /* Rows of the row group read last. */
 size_t cp_cold_rows_count(const cp_cold_rows *d);
+/* The values of an integer column of that row group (NULL unless decoded): direct access
+ * for the loops that look at one column of every row (the time of a time-sorted file). */
+const int64_t *cp_cold_rows_ints(const cp_cold_rows *d, int col);
 /* Row i of that row group as a call. Columns not decoded are zero / empty / NULL (error
  * is 0 unless params were decoded). params_json is built only when json is non-zero and
  * the params were decoded (else it is "{}"). Valid until the next call or read. */

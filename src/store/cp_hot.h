@@ -17,6 +17,29 @@
 
 #include <stdint.h>
 
+/* A name with its length (not NUL-terminated). */
+typedef struct cp_name {
+    const char *p;
+    size_t len;
+} cp_name;
+
+/* What a filter's `match` predicate holds besides the search syntax, spelled out so the
+ * stats can be answered from rollups (cp_stats.h): match must still apply all of it. */
+typedef struct cp_rollup_sel {
+    const cp_name *pods;               /* a pod-name list (any of them), sorted bytewise; NULL = any */
+    size_t npods;
+    int hide_system;                   /* system calls left out (cp_system_call with the idle list below) */
+    int64_t idle_fp;                   /* cp_rollup_idle_fp of that list */
+    int opaque;                        /* match does more (a search): rollups cannot answer */
+} cp_rollup_sel;
+
+/* Where a long operation is (search, stats): reported between units of work. */
+typedef struct cp_progress {
+    size_t files_done, files_total;    /* cold files */
+    size_t windows_done, windows_total;/* hot windows */
+    uint64_t scanned;                  /* rows examined so far */
+} cp_progress;
+
 typedef struct cp_call_filter {
     int64_t from_ms, to_ms;            /* ts_ms in [from, to) */
     const char *ns, *service, *pod;    /* exact names; NULL = any */
@@ -38,6 +61,12 @@ typedef struct cp_call_filter {
      * pruning: match must still apply them. NULL / 0 = none. */
     const struct cp_cold_param *params;
     size_t nparams;
+    /* match spelled out for the stats rollups; NULL with a match = not answerable */
+    const cp_rollup_sel *sel;
+    /* Called between units of work (a hot window, a cold file, every ~64k rows scanned);
+     * a non-zero return cancels the operation, which then returns CP_EABORT. NULL = none. */
+    int (*progress)(void *ud, const cp_progress *p);
+    void *progress_ud;
 } cp_call_filter;
 
 typedef struct cp_search_stats {
@@ -77,10 +106,16 @@ typedef struct cp_cold_query {
      * that param for the file containing the term's value (case-insensitively). */
     const cp_cold_param *params;
     size_t nparams;
+    /* "calls" (NULL) or "rollup": which files. Rollup files are not pruned by duration
+     * range or params. */
+    const char *file_type;
 } cp_cold_query;
 
 struct cp_cold_file;
 typedef int (*cp_cold_file_fn)(void *ud, const struct cp_cold_file *f);
+struct cp_stats;
+struct cp_stats_plan;
+struct cp_stats_info;
 
 typedef struct cp_reader cp_reader;
 
@@ -103,6 +138,14 @@ typedef struct cp_reader_ops {
     int (*cold_files)(cp_reader *r, const cp_cold_query *q, cp_cold_file_fn fn, void *ud, size_t *skipped);
     /* Smallest and largest ts_ms of all calls, hot and cold (0, 0 when there are none). */
     int (*bounds)(cp_reader *r, int64_t *min_ts, int64_t *max_ts);
+    /* /calls/stats over what the reader holds (cp_stats.h): rollup entries where they
+     * exist, the matching calls elsewhere, added to acc. NULL = not offered (cp_stats_run
+     * then pages through search). */
+    int (*stats)(cp_reader *r, const cp_call_filter *f, const struct cp_stats_plan *p, struct cp_stats *acc,
+                 struct cp_stats_info *info);
+    /* begin != 0: every operation until snapshot(r, 0) sees one snapshot of the catalog
+     * (calls may) nest. NULL = each operation is its own snapshot. */
+    int (*snapshot)(cp_reader *r, int begin);
     const char *(*errmsg)(const cp_reader *r);
     void (*close)(cp_reader *r);
 } cp_reader_ops;

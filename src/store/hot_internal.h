@@ -46,6 +46,35 @@ int cp_hot_calls_name_ok(const char *name);
 /* Appends the DDL of a window's table pair and indexes (idempotent: IF NOT EXISTS). */
 int cp_hot_window_ddl(cp_buf *out, const char *suffix);
 
+/* The hot_rollups upsert (SQLite and PostgreSQL alike): CP_HOT_ROLLUP_INSERT, then one
+ * or more rows of the 20 columns in order, then CP_HOT_ROLLUP_CONFLICT. Counts and sums add up; the slowest call is
+ * the better of the two (cp_rollup_point_cmp: duration desc, then time, restart and
+ * trace position ascending), each column of it picked by the same condition on the old
+ * row. */
+#define CP_HOT_ROLLUP_BETTER                                                                                   \
+    "(excluded.max_duration > hot_rollups.max_duration OR (excluded.max_duration = hot_rollups.max_duration"   \
+    " AND (excluded.max_time, excluded.max_restart_time, excluded.max_trace_file_index,"                       \
+    " excluded.max_buffer_offset, excluded.max_record_index) < (hot_rollups.max_time,"                         \
+    " hot_rollups.max_restart_time, hot_rollups.max_trace_file_index, hot_rollups.max_buffer_offset,"          \
+    " hot_rollups.max_record_index)))"
+#define CP_HOT_ROLLUP_PICK(col) " " col " = CASE WHEN " CP_HOT_ROLLUP_BETTER " THEN excluded." col " ELSE hot_rollups." col " END"
+#define CP_HOT_ROLLUP_INSERT                                                                                   \
+    "INSERT INTO hot_rollups (cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl,"    \
+    " calls_count, sum_duration, sum_suspend_duration, sum_queue_wait_duration, sum_transactions, max_time,"   \
+    " max_duration, max_calls, max_restart_time, max_trace_file_index, max_buffer_offset, max_record_index)"   \
+    " VALUES "
+#define CP_HOT_ROLLUP_CONFLICT                                                                                 \
+    " ON CONFLICT (cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl) DO UPDATE SET" \
+    " calls_count = hot_rollups.calls_count + excluded.calls_count,"                                           \
+    " sum_duration = hot_rollups.sum_duration + excluded.sum_duration,"                                        \
+    " sum_suspend_duration = hot_rollups.sum_suspend_duration + excluded.sum_suspend_duration,"                \
+    " sum_queue_wait_duration = hot_rollups.sum_queue_wait_duration + excluded.sum_queue_wait_duration,"       \
+    " sum_transactions = hot_rollups.sum_transactions + excluded.sum_transactions,"                            \
+    CP_HOT_ROLLUP_PICK("max_time") "," CP_HOT_ROLLUP_PICK("max_calls") ","                                     \
+    CP_HOT_ROLLUP_PICK("max_restart_time") "," CP_HOT_ROLLUP_PICK("max_trace_file_index") ","                  \
+    CP_HOT_ROLLUP_PICK("max_buffer_offset") "," CP_HOT_ROLLUP_PICK("max_record_index") ","                     \
+    CP_HOT_ROLLUP_PICK("max_duration")
+
 /* ---- the writer (catalog_sqlite.c owns one) --------------------------------------------
  * Every function except new/free must run inside the catalog's open write transaction
  * (the catalog calls its begin() first). Errors: a status, the text in err. */
@@ -54,6 +83,9 @@ typedef struct cp_hot_writer cp_hot_writer;
 int cp_hot_writer_new(sqlite3 *db, cp_hot_writer **out, char *err, size_t errlen);
 void cp_hot_writer_free(cp_hot_writer *w);
 int cp_hot_writer_set_windows(cp_hot_writer *w, int64_t window_ms, int64_t ahead_ms, char *err, size_t errlen);
+/* The idle-method list of the rollups' system flag (kept by pointer; default: the
+ * built-in list). */
+void cp_hot_writer_set_idle(cp_hot_writer *w, const char *const *idle, size_t n);
 int cp_hot_writer_put(cp_hot_writer *w, const cp_call *call, char *err, size_t errlen);
 int cp_hot_writer_prepare(cp_hot_writer *w, int64_t now_ms, char *err, size_t errlen);
 /* 1 if rows or counters wait for cp_hot_writer_flush. */

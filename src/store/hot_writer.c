@@ -13,6 +13,8 @@
  * flush into the same transaction when over).
  */
 #include "hot_internal.h"
+#include "query/cp_query.h"
+#include "query/cp_rollup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #define HOT_MAX_COUNTS 16384
 #define HOT_COUNT_SLOTS 32768
 #define HOT_MAX_COUNT_TEXT (8u << 20)
+#define HOT_ROLLUP_ENTRIES 65536 /* per window between flushes (an early flush when over) */
 
 /* One known window (its inventory rows exist in the database or the open transaction). */
 typedef struct hot_window {
@@ -33,6 +36,8 @@ typedef struct hot_window {
     sqlite3_stmt *ins_call, *ins_trace; /* both NULL unless in the statement cache */
     uint64_t used;                      /* statement-cache LRU tick */
     int64_t new_calls, new_traces;      /* rows since the last flush */
+    int rollup;                         /* the window keeps rollups (inventory.rollup) */
+    cp_rollup_acc *acc;                 /* its entries since the last flush */
 } hot_window;
 
 /* Calls of one pod restart in one window since the last flush. Names live in text. */
@@ -51,16 +56,17 @@ enum {
     WS_INV_EXTEND, /* end_time of a window that got longer (window length changed) */
     WS_INV_ROWS,   /* rows_count += n */
     WS_COUNT_ADD,  /* call_counts upsert */
+    WS_ROLLUP_ADD, /* hot_rollups upsert */
     WS_COUNT
 };
 
 static const char *const ws_sql[WS_COUNT] = {
     /* the window's newest batch: a persisting/persisted one takes no more rows */
-    [WS_FIND] = "SELECT start_time, end_time, status, batch FROM inventory"
+    [WS_FIND] = "SELECT start_time, end_time, status, batch, rollup FROM inventory"
                 " WHERE table_type = 'calls' AND start_time = ?1 ORDER BY batch DESC LIMIT 1",
     [WS_INV_INSERT] = "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name,"
-                      " created_time, rows_count, table_size, total_table_size, batch)"
-                      " VALUES (?1, ?2, ?3, 'creating', ?4, ?5, ?6, 0, 0, 0, ?7)",
+                      " created_time, rows_count, table_size, total_table_size, batch, rollup)"
+                      " VALUES (?1, ?2, ?3, 'creating', ?4, ?5, ?6, 0, 0, 0, ?7, 1)",
     [WS_INV_READY] = "UPDATE inventory SET status = 'ready' WHERE table_name IN (?1, ?2) AND status = 'creating'",
     [WS_INV_EXTEND] = "UPDATE inventory SET end_time = ?1 WHERE table_name IN (?2, ?3) AND end_time < ?1",
     [WS_INV_ROWS] = "UPDATE inventory SET rows_count = coalesce(rows_count, 0) + ?1 WHERE table_name = ?2",
@@ -68,6 +74,9 @@ static const char *const ws_sql[WS_COUNT] = {
                      " service_name, calls) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
                      " ON CONFLICT (window_start, namespace, pod_name, restart_time)"
                      " DO UPDATE SET calls = calls + excluded.calls, window_end = max(window_end, excluded.window_end)",
+    /* entries are additive; the slowest call is the better of the two (cp_rollup_point_cmp) */
+    [WS_ROLLUP_ADD] = CP_HOT_ROLLUP_INSERT "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+                                           " ?16, ?17, ?18, ?19, ?20)" CP_HOT_ROLLUP_CONFLICT,
 };
 
 struct cp_hot_writer {
@@ -88,6 +97,9 @@ struct cp_hot_writer {
     hot_count *last_cnt;
     cp_buf text;                /* names of the counters */
     cp_buf sql;                 /* scratch for SQL text */
+    const char *const *idle;    /* the rollups' idle list (cp_system_call) */
+    size_t nidle;
+    int64_t idle_fp;
 };
 
 static int fail(cp_hot_writer *w, char *err, size_t errlen, const char *what)
@@ -131,6 +143,7 @@ int cp_hot_writer_new(sqlite3 *db, cp_hot_writer **out, char *err, size_t errlen
     w->txn = 1;
     w->window_ms = CP_HOT_DEFAULT_WINDOW_MS;
     w->ahead_ms = CP_HOT_DEFAULT_AHEAD_MS;
+    cp_hot_writer_set_idle(w, cp_system_idle_default, cp_system_idle_default_count);
     memset(w->win_slot, 0xff, HOT_WINDOW_SLOTS * sizeof *w->win_slot);
     memset(w->cnt_slot, 0xff, HOT_COUNT_SLOTS * sizeof *w->cnt_slot);
     cp_buf_init(&w->text);
@@ -153,11 +166,22 @@ static void window_drop_stmts(hot_window *x)
     x->ins_call = x->ins_trace = NULL;
 }
 
+void cp_hot_writer_set_idle(cp_hot_writer *w, const char *const *idle, size_t n)
+{
+    w->idle = idle;
+    w->nidle = n;
+    w->idle_fp = cp_rollup_idle_fp(idle, n);
+}
+
 /* Forgets every window (their statements are finalized). Pending row counts are lost:
  * callers flush first, or are rolling back. */
 static void windows_clear(cp_hot_writer *w)
 {
-    for (size_t i = 0; i < w->nwin; i++) window_drop_stmts(&w->win[i]);
+    for (size_t i = 0; i < w->nwin; i++) {
+        window_drop_stmts(&w->win[i]);
+        cp_rollup_acc_free(w->win[i].acc);
+        w->win[i].acc = NULL;
+    }
     w->nwin = 0;
     w->nstmt = 0;
     w->last = NULL;
@@ -343,16 +367,19 @@ static int window_check(cp_hot_writer *w, hot_window *x, int create, int *found,
     int open = !*found || (status && (!strcmp((const char *)status, "ready") ||
                                       !strcmp((const char *)status, "creating")));
     int batch = *found ? sqlite3_column_int(s, 3) : 0;
+    int rollup = *found ? sqlite3_column_int(s, 4) != 0 : 1;
     sqlite3_reset(s);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return fail(w, err, errlen, "inventory lookup");
     if (*found) x->end = end;
     x->txn = w->txn;
     if (open) {
         int st = window_set_batch(w, x, batch, err, errlen);
+        if (st == CP_OK) x->rollup = rollup; /* a new one is created with rollups */
         if (st == CP_OK && !*found && create) st = window_create(w, x, err, errlen);
         return st;
     }
     int st = window_set_batch(w, x, batch + 1, err, errlen);
+    if (st == CP_OK) x->rollup = 1;
     return st == CP_OK ? window_create(w, x, err, errlen) : st;
 }
 
@@ -567,6 +594,72 @@ static int count_add(cp_hot_writer *w, const hot_window *x, uint64_t ph, const c
     return CP_OK;
 }
 
+/* ---- rollups (query/cp_rollup.h): entries per window, upserted at each flush ---------------- */
+
+typedef struct rollup_put {
+    cp_hot_writer *w;
+    const char *tbl;
+    char *err;
+    size_t errlen;
+} rollup_put;
+
+static int rollup_row(void *ud, const cp_rollup_entry *e)
+{
+    rollup_put *p = ud;
+    sqlite3_stmt *s = p->w->st[WS_ROLLUP_ADD];
+    sqlite3_bind_int64(s, 1, e->cell_ms);
+    bind_textn(s, 2, e->ns, e->ns_len);
+    bind_textn(s, 3, e->service, e->service_len);
+    bind_textn(s, 4, e->pod, e->pod_len);
+    sqlite3_bind_int(s, 5, e->cls);
+    sqlite3_bind_int(s, 6, e->flags);
+    sqlite3_bind_int64(s, 7, e->idle_fp);
+    sqlite3_bind_text(s, 8, p->tbl, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 9, e->n);
+    sqlite3_bind_int64(s, 10, e->sum_duration);
+    sqlite3_bind_int64(s, 11, e->sum_suspend);
+    sqlite3_bind_int64(s, 12, e->sum_queue);
+    sqlite3_bind_int64(s, 13, e->sum_transactions);
+    sqlite3_bind_int64(s, 14, e->max.ts_ms);
+    sqlite3_bind_int(s, 15, e->max.duration_ms);
+    sqlite3_bind_int(s, 16, e->max.calls);
+    sqlite3_bind_int64(s, 17, e->max.restart_ms);
+    sqlite3_bind_int(s, 18, e->max.trace_file_index);
+    sqlite3_bind_int(s, 19, e->max.buffer_offset);
+    sqlite3_bind_int(s, 20, e->max.record_index);
+    return ws_run(p->w, WS_ROLLUP_ADD, p->err, p->errlen, "hot_rollups upsert");
+}
+
+/* Writes the window's entries under its current table name (flush_rows runs before a
+ * window moves to another batch, so they are that table's). */
+static int rollup_flush(cp_hot_writer *w, hot_window *x, char *err, size_t errlen)
+{
+    if (!x->acc || !cp_rollup_acc_count(x->acc)) return CP_OK;
+    char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
+    window_names(x, calls, traces);
+    rollup_put p = {w, calls, err, errlen};
+    int st = cp_rollup_acc_each(x->acc, rollup_row, &p);
+    cp_rollup_acc_free(x->acc); /* what a busy window needs is made again next time */
+    x->acc = NULL;
+    return st;
+}
+
+static int rollup_add(cp_hot_writer *w, hot_window *x, const cp_call *c, char *err, size_t errlen)
+{
+    if (!x->acc && cp_rollup_acc_new(HOT_ROLLUP_ENTRIES, w->idle_fp, &x->acc) != CP_OK) {
+        snprintf(err, errlen, "out of memory");
+        return CP_ENOMEM;
+    }
+    int flags = cp_rollup_flags_of(c, c->error, w->idle, w->nidle);
+    int st = cp_rollup_acc_add(x->acc, c, flags);
+    if (st == CP_ELIMIT) { /* full: into the open transaction now, then on */
+        st = rollup_flush(w, x, err, errlen);
+        if (st == CP_OK) return rollup_add(w, x, c, err, errlen);
+    }
+    if (st == CP_ENOMEM) snprintf(err, errlen, "out of memory");
+    return st;
+}
+
 /* ---- the operations -------------------------------------------------------------------------- */
 
 int cp_hot_writer_put(cp_hot_writer *w, const cp_call *c, char *err, size_t errlen)
@@ -591,7 +684,9 @@ int cp_hot_writer_put(cp_hot_writer *w, const cp_call *c, char *err, size_t errl
         if (st != CP_OK) return st;
         x->new_traces++;
     }
-    return count_add(w, x, ph, c, err, errlen);
+    st = count_add(w, x, ph, c, err, errlen);
+    if (st == CP_OK && x->rollup) st = rollup_add(w, x, c, err, errlen);
+    return st;
 }
 
 int cp_hot_writer_prepare(cp_hot_writer *w, int64_t now_ms, char *err, size_t errlen)
@@ -615,7 +710,8 @@ int cp_hot_writer_dirty(const cp_hot_writer *w)
 {
     if (w->ncnt) return 1;
     for (size_t i = 0; i < w->nwin; i++)
-        if (w->win[i].new_calls || w->win[i].new_traces) return 1;
+        if (w->win[i].new_calls || w->win[i].new_traces || (w->win[i].acc && cp_rollup_acc_count(w->win[i].acc)))
+            return 1;
     return 0;
 }
 
@@ -632,10 +728,12 @@ static int flush_rows(cp_hot_writer *w, char *err, size_t errlen)
 {
     for (size_t i = 0; i < w->nwin; i++) {
         hot_window *x = &w->win[i];
+        int st = rollup_flush(w, x, err, errlen);
+        if (st != CP_OK) return st;
         if (!x->new_calls && !x->new_traces) continue;
         char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
         window_names(x, calls, traces);
-        int st = x->new_calls ? rows_add(w, calls, x->new_calls, err, errlen) : CP_OK;
+        st = x->new_calls ? rows_add(w, calls, x->new_calls, err, errlen) : CP_OK;
         if (st == CP_OK && x->new_traces) st = rows_add(w, traces, x->new_traces, err, errlen);
         if (st != CP_OK) return st;
         x->new_calls = x->new_traces = 0;

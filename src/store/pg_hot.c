@@ -28,6 +28,8 @@
  * counters wait for a flush (an early flush into the same transaction when over).
  */
 #include "pg_internal.h"
+#include "query/cp_query.h"
+#include "query/cp_rollup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,8 @@
 #define PGH_ID_BLOCK 1024             /* the hot_ids sequence's INCREMENT */
 #define PGH_RESOLVE_TRIES 8
 #define PGH_COUNTS_PER_STMT 1000
+#define PGH_ROLLUP_ENTRIES 65536      /* per window between flushes (an early flush when over) */
+#define PGH_ROLLUPS_PER_STMT 1000     /* 20 parameters each */
 
 /* One window (by its start) and the rows buffered for it. */
 typedef struct pg_win {
@@ -51,6 +55,8 @@ typedef struct pg_win {
     /* flush state */
     int64_t batch;                    /* target batch, -1 = not resolved yet */
     int64_t db_end;                   /* the target's end_time in inventory */
+    int rollup;                       /* the target keeps rollups (inventory.rollup) */
+    cp_rollup_acc *acc;               /* rollup entries of the buffered calls */
 } pg_win;
 
 /* Calls of one pod restart in one window since the last flush. Names live in text. */
@@ -74,7 +80,17 @@ struct pg_hot {
     int32_t *cnt_slot;                /* PGH_COUNT_SLOTS, -1 = empty */
     cp_buf text;                      /* counter names */
     cp_buf sql;
+    const char *const *idle;          /* the rollups' idle list */
+    size_t nidle;
+    int64_t idle_fp;
 };
+
+void cp_pg_hot_set_idle(pg_hot *h, const char *const *idle, size_t n)
+{
+    h->idle = idle;
+    h->nidle = n;
+    h->idle_fp = cp_rollup_idle_fp(idle, n);
+}
 
 /* ---- life cycle ------------------------------------------------------------------------- */
 
@@ -92,6 +108,7 @@ int cp_pg_hot_new(pg_catalog *c, pg_hot **out)
         return CP_ENOMEM;
     }
     h->c = c;
+    cp_pg_hot_set_idle(h, cp_system_idle_default, cp_system_idle_default_count);
     memset(h->cnt_slot, 0xff, PGH_COUNT_SLOTS * sizeof *h->cnt_slot);
     cp_buf_init(&h->text);
     cp_buf_init(&h->sql);
@@ -103,6 +120,7 @@ static void win_free(pg_win *w)
 {
     cp_buf_free(&w->calls);
     cp_buf_free(&w->traces);
+    cp_rollup_acc_free(w->acc);
     memset(w, 0, sizeof *w);
 }
 
@@ -139,6 +157,8 @@ static void windows_reset(pg_hot *h, int keep_hints)
         cp_buf_reset(&w->traces);
         w->ncalls = w->ntraces = 0;
         w->max_ts = INT64_MIN;
+        cp_rollup_acc_free(w->acc);
+        w->acc = NULL;
     }
     h->last = NULL;
     h->bytes = 0;
@@ -207,9 +227,9 @@ static int window_create(pg_hot *h, int64_t start, int64_t end, int64_t batch, i
     size_t l[] = {strlen(u1), 0, 0, strlen(calls), 0, 0, strlen(u2), strlen(traces)};
     PGresult *r = cp_pg_query(c,
                               "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name,"
-                              " created_time, rows_count, table_size, total_table_size, batch)"
-                              " VALUES ($1, $2, $3, 'creating', 'calls', $4, $5, 0, 0, 0, $6),"
-                              " ($7, $2, $3, 'creating', 'traces', $8, $5, 0, 0, 0, $6)"
+                              " created_time, rows_count, table_size, total_table_size, batch, rollup)"
+                              " VALUES ($1, $2, $3, 'creating', 'calls', $4, $5, 0, 0, 0, $6, 1),"
+                              " ($7, $2, $3, 'creating', 'traces', $8, $5, 0, 0, 0, $6, 1)"
                               " ON CONFLICT (table_name) DO NOTHING RETURNING table_name",
                               "tbbtbbtt", v, l, 0, "inventory insert");
     if (!r) return CP_EIO;
@@ -328,6 +348,24 @@ static int count_add(pg_hot *h, const pg_win *w, const cp_call *c)
     return CP_OK;
 }
 
+/* The call's rollup entry, kept until the flush learns whether its target keeps rollups.
+ * A full accumulator sends everything buffered (the flush empties it). */
+static int rollup_add(pg_hot *h, pg_win *w, const cp_call *c)
+{
+    if (!w->acc && cp_rollup_acc_new(PGH_ROLLUP_ENTRIES, h->idle_fp, &w->acc) != CP_OK)
+        return cp_pg_failf(h->c, CP_ENOMEM, "out of memory");
+    int flags = cp_rollup_flags_of(c, c->error, h->idle, h->nidle);
+    int st = cp_rollup_acc_add(w->acc, c, flags);
+    if (st == CP_ELIMIT) {
+        st = cp_pg_hot_flush(h);
+        if (st == CP_OK && !w->acc && cp_rollup_acc_new(PGH_ROLLUP_ENTRIES, h->idle_fp, &w->acc) != CP_OK)
+            st = CP_ENOMEM;
+        if (st == CP_OK) st = cp_rollup_acc_add(w->acc, c, flags);
+    }
+    if (st == CP_ENOMEM) return cp_pg_failf(h->c, CP_ENOMEM, "out of memory");
+    return st;
+}
+
 int cp_pg_hot_put(pg_hot *h, const cp_call *c)
 {
     if (!c->ns || !c->service || !c->pod)
@@ -349,6 +387,7 @@ int cp_pg_hot_put(pg_hot *h, const cp_call *c)
     if (c->ts_ms > w->max_ts) w->max_ts = c->ts_ms;
     h->bytes += w->calls.len - calls_len + w->traces.len - traces_len;
     st = count_add(h, w, c);
+    if (st == CP_OK) st = rollup_add(h, w, c);
     if (st == CP_OK && h->bytes >= PGH_MAX_BYTES) st = cp_pg_hot_flush(h);
     return st;
 }
@@ -428,7 +467,7 @@ static int find_latest(pg_hot *h, pg_win **ws, size_t n)
         if (w->batch >= 0 || w->hint >= 0) continue;
         int created;
         st = window_create(h, w->start, w->end, 0, &created);
-        if (st == CP_OK && created) w->batch = 0, w->db_end = w->end;
+        if (st == CP_OK && created) w->batch = 0, w->db_end = w->end, w->rollup = 1;
         else if (st == CP_OK) w->hint = 0; /* someone else just created it: lock and check */
     }
     return st;
@@ -456,7 +495,7 @@ static int lock_targets(pg_hot *h, pg_win **ws, size_t n)
     const void *v[] = {h->sql.data};
     size_t l[] = {h->sql.len - 1};
     PGresult *r = cp_pg_query(c,
-                              "SELECT table_name, status, end_time FROM inventory"
+                              "SELECT table_name, status, end_time, rollup FROM inventory"
                               " WHERE table_name = ANY($1::text[]) ORDER BY table_name FOR KEY SHARE",
                               "t", v, l, 0, "lock windows");
     if (!r) return CP_EIO;
@@ -478,6 +517,7 @@ static int lock_targets(pg_hot *h, pg_win **ws, size_t n)
         if (!strcmp(status, "ready") || !strcmp(status, "creating")) {
             w->batch = w->hint;
             w->db_end = end;
+            w->rollup = !PQgetisnull(r, k, 3) && strtol(PQgetvalue(r, k, 3), NULL, 10) != 0;
             continue;
         }
         /* claimed by a compactor: late calls go to the next batch */
@@ -485,7 +525,7 @@ static int lock_targets(pg_hot *h, pg_win **ws, size_t n)
         st = window_create(h, w->start, end, w->hint + 1, &created);
         if (st != CP_OK) break;
         w->hint++;
-        if (created) w->batch = w->hint, w->db_end = end;
+        if (created) w->batch = w->hint, w->db_end = end, w->rollup = 1;
     }
     PQclear(r);
     return st;
@@ -616,6 +656,93 @@ static int flush_counts(pg_hot *h)
     return CP_OK;
 }
 
+/* ---- flush: rollups --------------------------------------------------------------------------- */
+
+typedef struct rollup_batch {
+    pg_hot *h;
+    const char *tbl;
+    size_t n;                         /* rows in the statement being built */
+    const void **v;
+    size_t *l;
+    char *types;
+    int64_t *ints;                    /* the entries' numbers, 14 per row */
+    int st;
+} rollup_batch;
+
+static int rollup_send(rollup_batch *b)
+{
+    if (!b->n) return CP_OK;
+    pg_hot *h = b->h;
+    int st = cp_buf_puts(&h->sql, CP_HOT_ROLLUP_CONFLICT);
+    if (st == CP_OK) st = cp_buf_putc(&h->sql, 0);
+    if (st != CP_OK) return cp_pg_failf(h->c, CP_ENOMEM, "out of memory");
+    b->types[b->n * 20] = 0;
+    PGresult *r = cp_pg_query(h->c, (const char *)h->sql.data, b->types, b->v, b->l, 0, "hot_rollups upsert");
+    b->n = 0;
+    if (!r) return CP_EIO;
+    PQclear(r);
+    return CP_OK;
+}
+
+/* One entry into the statement being built; a full statement is sent. */
+static int rollup_row(void *ud, const cp_rollup_entry *e)
+{
+    rollup_batch *b = ud;
+    pg_hot *h = b->h;
+    if (b->n == 0) {
+        cp_buf_reset(&h->sql);
+        if (cp_buf_puts(&h->sql, CP_HOT_ROLLUP_INSERT) != CP_OK)
+            return b->st = cp_pg_failf(h->c, CP_ENOMEM, "out of memory");
+    }
+    size_t p = b->n * 20;
+    int64_t *x = b->ints + b->n * 16;
+    x[0] = e->cell_ms, x[1] = e->cls, x[2] = e->flags, x[3] = e->idle_fp, x[4] = e->n, x[5] = e->sum_duration;
+    x[6] = e->sum_suspend, x[7] = e->sum_queue, x[8] = e->sum_transactions, x[9] = e->max.ts_ms;
+    x[10] = e->max.duration_ms, x[11] = e->max.calls, x[12] = e->max.restart_ms, x[13] = e->max.trace_file_index;
+    x[14] = e->max.buffer_offset, x[15] = e->max.record_index;
+    /* bigint parameters for every number (PostgreSQL casts them to the integer columns) */
+    const void *vals[20] = {&x[0], e->ns,   e->service, e->pod,  &x[1],  &x[2],  &x[3],  b->tbl, &x[4],  &x[5],
+                            &x[6], &x[7],   &x[8],      &x[9],   &x[10], &x[11], &x[12], &x[13], &x[14], &x[15]};
+    size_t lens[20] = {0, e->ns_len, e->service_len, e->pod_len, 0, 0, 0, strlen(b->tbl), 0, 0,
+                       0, 0,         0,              0,          0, 0, 0, 0,              0, 0};
+    memcpy(b->types + p, "btttbbbtbbbbbbbbbbbb", 20);
+    for (int k = 0; k < 20; k++) b->v[p + k] = vals[k], b->l[p + k] = lens[k];
+    int st = cp_buf_printf(&h->sql, "%s(", b->n ? ", " : "");
+    for (int k = 0; st == CP_OK && k < 20; k++) st = cp_buf_printf(&h->sql, "%s$%zu", k ? ", " : "", p + k + 1);
+    if (st == CP_OK) st = cp_buf_putc(&h->sql, ')');
+    if (st != CP_OK) return b->st = cp_pg_failf(h->c, CP_ENOMEM, "out of memory");
+    if (++b->n == PGH_ROLLUPS_PER_STMT && (st = rollup_send(b)) != CP_OK) return b->st = st;
+    return 0;
+}
+
+/* Upserts the entries of every window whose target keeps rollups (the others' are
+ * dropped: an older window is counted by scanning it). */
+static int flush_rollups(pg_hot *h, pg_win **ws, size_t n)
+{
+    rollup_batch b = {.h = h};
+    b.v = malloc((size_t)PGH_ROLLUPS_PER_STMT * 20 * sizeof *b.v);
+    b.l = malloc((size_t)PGH_ROLLUPS_PER_STMT * 20 * sizeof *b.l);
+    b.types = malloc((size_t)PGH_ROLLUPS_PER_STMT * 20 + 1);
+    b.ints = malloc((size_t)PGH_ROLLUPS_PER_STMT * 16 * sizeof *b.ints);
+    int st = b.v && b.l && b.types && b.ints ? CP_OK : cp_pg_failf(h->c, CP_ENOMEM, "out of memory");
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        pg_win *w = ws[i];
+        if (!w->acc || !w->rollup || !cp_rollup_acc_count(w->acc)) continue;
+        char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
+        table_names(w->start, w->batch, calls, traces);
+        b.tbl = calls;
+        st = cp_rollup_acc_each(w->acc, rollup_row, &b);
+        if (st == CP_OK) st = b.st;
+        if (st == CP_OK) st = rollup_send(&b);
+        else if (st > 0) st = b.st ? b.st : CP_EIO;
+    }
+    free(b.v);
+    free(b.l);
+    free(b.types);
+    free(b.ints);
+    return st;
+}
+
 int cp_pg_hot_flush(pg_hot *h)
 {
     pg_win *ws[PGH_MAX_WINDOWS];
@@ -631,6 +758,7 @@ int cp_pg_hot_flush(pg_hot *h)
         if (ws[i]->max_ts >= ws[i]->db_end) st = extend_window(h, ws[i]);
     for (size_t i = 0; st == CP_OK && i < n; i++) st = copy_window(h, ws[i]);
     if (st == CP_OK && n) st = flush_rows_count(h, ws, n);
+    if (st == CP_OK && n) st = flush_rollups(h, ws, n);
     if (st == CP_OK && h->ncnt) st = flush_counts(h);
     if (st != CP_OK) {
         /* part of it may have reached the server: the whole transaction goes */
@@ -644,6 +772,8 @@ int cp_pg_hot_flush(pg_hot *h)
         cp_buf_reset(&w->traces);
         w->ncalls = w->ntraces = 0;
         w->max_ts = INT64_MIN;
+        cp_rollup_acc_free(w->acc);
+        w->acc = NULL;
     }
     h->bytes = 0;
     return CP_OK;

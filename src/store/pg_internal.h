@@ -125,6 +125,8 @@ int cp_pg_begin(pg_catalog *c);
 /* ---- the hot tier writer (pg_hot.c) --------------------------------------------------------- */
 
 int cp_pg_hot_new(pg_catalog *c, pg_hot **out);
+/* The idle-method list of the rollups' system flag (kept by pointer). */
+void cp_pg_hot_set_idle(pg_hot *h, const char *const *idle, size_t n);
 void cp_pg_hot_free(pg_hot *h);
 /* Buffers one call (no server round trip except a new block of row ids). */
 int cp_pg_hot_put(pg_hot *h, const cp_call *call);

@@ -41,6 +41,7 @@
 #include "cp_hot.h"
 #include "hot_internal.h"
 #include "reader_internal.h"
+#include "cp_stats.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -81,6 +82,7 @@ typedef struct pg_reader {
     size_t ndead, dead_cap;
     int retry;                  /* the operation failed in a way a new snapshot may fix */
     int emitted;                /* the operation has handed something to the caller */
+    int snap;                   /* inside pg_snapshot: operations join its transaction */
     cp_buf sql;                 /* scratch for SQL text */
     cp_buf tmp;                 /* scratch for a folded needle, a key, an id array */
     char err[256];
@@ -320,6 +322,10 @@ static void txn_end(pg_reader *r)
  * anything reached the caller. */
 static int run_op(pg_reader *r, int (*op)(pg_reader *r, void *arg), void *arg)
 {
+    if (r->snap) { /* the snapshot's transaction: no retry (it would be another snapshot) */
+        r->retry = 0;
+        return op(r, arg);
+    }
     int st;
     for (int attempt = 0;; attempt++) {
         r->retry = 0;
@@ -333,6 +339,19 @@ static int run_op(pg_reader *r, int (*op)(pg_reader *r, void *arg), void *arg)
         if (!r->retry && PQstatus(r->db) == CONNECTION_OK) break;
     }
     return st;
+}
+
+static int pg_snapshot(cp_reader *base, int begin)
+{
+    pg_reader *r = (pg_reader *)base;
+    if (begin) {
+        if (r->snap++ > 0) return CP_OK;
+        int st = txn_begin(r);
+        if (st != CP_OK) r->snap = 0;
+        return st;
+    }
+    if (r->snap > 0 && --r->snap == 0) txn_end(r);
+    return CP_OK;
 }
 
 /* ACCESS SHARE locks on tables (names already checked), in name order, so no compaction
@@ -1401,20 +1420,21 @@ static int cold_op(pg_reader *r, void *arg)
     pg_cold *a = arg;
     const cp_cold_query *q = a->q;
     a->skipped = 0;
+    int calls = !q->file_type || !strcmp(q->file_type, "calls");
     for (size_t i = 0; i < q->nparams; i++) cp_rd_strset_free(&a->sets[i]);
     int st = CP_OK;
-    for (size_t i = 0; st == CP_OK && i < q->nparams; i++) st = cold_term(r, q, &q->params[i], &a->sets[i]);
+    for (size_t i = 0; calls && st == CP_OK && i < q->nparams; i++) st = cold_term(r, q, &q->params[i], &a->sets[i]);
     if (st != CP_OK) return st;
     cp_buf_reset(&r->sql);
     if (cp_buf_printf(&r->sql,
                       "SELECT uuid::text, object_key, remote_storage_path, local_file_path, file_type::text,"
                       " dump_type::text, namespace, duration_range, start_time, end_time, min_time, max_time,"
                       " rows_count, file_size, status::text, services::text, indexed_params::text, claim"
-                      " FROM s3_files WHERE file_type = 'calls' AND status = 'completed'"
+                      " FROM s3_files WHERE file_type = $4::text AND status = 'completed'"
                       " AND start_time < $2::bigint AND end_time > $1::bigint%s"
                       " ORDER BY start_time, namespace COLLATE \"C\", duration_range, uuid::text COLLATE \"C\""
                       " LIMIT $3::bigint",
-                      q->ns ? " AND namespace = $4::text" : "") != CP_OK ||
+                      q->ns ? " AND namespace = $5::text" : "") != CP_OK ||
         cp_buf_putc(&r->sql, 0) != CP_OK)
         return pg_oom(r);
     pg_stmt s;
@@ -1424,6 +1444,8 @@ static int cold_op(pg_reader *r, void *arg)
     par_i64(&p, q->from_ms);
     par_i64(&p, q->to_ms);
     par_i64(&p, (int64_t)CP_RD_MAX_COLD_FILES + 1);
+    const char *type = calls ? "calls" : q->file_type;
+    par_text(&p, type, strlen(type));
     if (q->ns) par_text(&p, q->ns, strlen(q->ns));
     PGresult *res = stmt_run(r, &s, &p, 0, "cold files");
     stmt_put(r, &s, res != NULL);
@@ -1436,9 +1458,9 @@ static int cold_op(pg_reader *r, void *arg)
     for (int i = 0; st == CP_OK && i < n; i++) {
         cp_cold_file f;
         row_to_file(res, i, &f);
-        if (!f.uuid || !cp_rd_cold_range_overlaps(f.duration_range, q->min_duration_ms, q->max_duration_ms))
-            continue;
-        if (cp_rd_cold_pruned(q, a->sets, &f)) {
+        if (!f.uuid) continue;
+        if (calls && !cp_rd_cold_range_overlaps(f.duration_range, q->min_duration_ms, q->max_duration_ms)) continue;
+        if (calls && cp_rd_cold_pruned(q, a->sets, &f)) {
             a->skipped++;
             continue;
         }
@@ -1460,6 +1482,328 @@ static int pg_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_f
     if (skipped) *skipped = a.skipped;
     for (size_t i = 0; i < q->nparams; i++) cp_rd_strset_free(&a.sets[i]);
     free(a.sets);
+    return st;
+}
+
+/* ---- stats (cp_stats.h) ------------------------------------------------------------------------
+ *
+ * As reader_sqlite.c: the windows of the range (their tables locked, as a search locks
+ * them), the entries of hot_rollups in [a, b) of the windows that keep rollups, and
+ * per window the scans cp_stats_scans asks for, through a cursor in batches, the
+ * filters SQL can apply pushed down and the others applied here. */
+
+#define PG_STATS_FETCH 10000
+
+typedef struct pgs_window {
+    char name[CP_HOT_NAME_LEN];
+    int64_t start, end;
+    int covered;
+} pgs_window;
+
+typedef struct pgs_run {
+    pg_reader *r;
+    const cp_call_filter *f;
+    const cp_stats_plan *p;
+    cp_stats *acc;
+    cp_stats_info *info;
+    pgs_window *w;
+    size_t nw;
+    const pgs_window *cur;
+    cp_progress prog;
+    cp_buf needle;
+} pgs_run;
+
+static int pgs_progress(pgs_run *k, uint64_t extra)
+{
+    const cp_call_filter *f = k->f;
+    k->prog.scanned = k->info->scanned + extra;
+    if (f->progress && f->progress(f->progress_ud, &k->prog)) {
+        snprintf(k->r->err, sizeof k->r->err, "cancelled");
+        return CP_EABORT;
+    }
+    return CP_OK;
+}
+
+static int pgs_windows(pgs_run *k)
+{
+    pg_reader *r = k->r;
+    pg_stmt q;
+    int st = stmt_get(r,
+                      "SELECT table_name, start_time, end_time, rollup FROM inventory WHERE table_type = 'calls'"
+                      " AND status IN ('ready', 'persisting') AND rows_count > 0 AND start_time < $2::bigint"
+                      " AND end_time > $1::bigint ORDER BY start_time",
+                      &q);
+    if (st != CP_OK) return st;
+    pg_params p = {0};
+    par_i64(&p, k->f->from_ms);
+    par_i64(&p, k->f->to_ms);
+    PGresult *res = stmt_run(r, &q, &p, 0, "list windows");
+    stmt_put(r, &q, res != NULL);
+    if (!res) return CP_EIO;
+    int n = PQntuples(res);
+    if (n > PG_MAX_WINDOWS) {
+        snprintf(r->err, sizeof r->err, "the time range spans more than %d windows", PG_MAX_WINDOWS);
+        PQclear(res);
+        return CP_ELIMIT;
+    }
+    k->w = calloc(n ? (size_t)n : 1, sizeof *k->w);
+    if (!k->w) {
+        PQclear(res);
+        return pg_oom(r);
+    }
+    for (int i = 0; i < n; i++) {
+        const char *name = PQgetvalue(res, i, 0);
+        if (!cp_hot_calls_name_ok(name)) continue;
+        pgs_window *w = &k->w[k->nw++];
+        snprintf(w->name, sizeof w->name, "%s", name);
+        w->start = val_i64(res, i, 1);
+        w->end = val_i64(res, i, 2);
+        w->covered = k->p->rollups && val_i64(res, i, 3) != 0;
+    }
+    PQclear(res);
+    k->prog.windows_total = k->nw;
+    /* no compaction drops them before this transaction ends */
+    char *names = malloc(k->nw ? k->nw * CP_HOT_NAME_LEN : 1);
+    if (!names) return pg_oom(r);
+    for (size_t i = 0; i < k->nw; i++) memcpy(names + i * CP_HOT_NAME_LEN, k->w[i].name, CP_HOT_NAME_LEN);
+    st = k->nw ? lock_tables(r, names, k->nw, CP_HOT_NAME_LEN) : CP_OK;
+    free(names);
+    return st;
+}
+
+static pgs_window *pgs_find(pgs_run *k, const char *name)
+{
+    for (size_t i = 0; i < k->nw; i++)
+        if (!strcmp(k->w[i].name, name)) return &k->w[i];
+    return NULL;
+}
+
+/* Windows whose entries were made with another idle list cannot answer hide_system. */
+static int pgs_foreign_fp(pgs_run *k)
+{
+    const cp_rollup_sel *sel = k->f->sel;
+    if (!k->p->rollups || !sel || !sel->hide_system) return CP_OK;
+    pg_stmt q;
+    int st = stmt_get(k->r,
+                      "SELECT DISTINCT tbl FROM hot_rollups WHERE cell >= $1::bigint AND cell < $2::bigint"
+                      " AND idle_fp <> $3::bigint",
+                      &q);
+    if (st != CP_OK) return st;
+    pg_params p = {0};
+    par_i64(&p, k->p->a);
+    par_i64(&p, k->p->b);
+    par_i64(&p, sel->idle_fp);
+    PGresult *res = stmt_run(k->r, &q, &p, 0, "rollup lists");
+    stmt_put(k->r, &q, res != NULL);
+    if (!res) return CP_EIO;
+    for (int i = 0; i < PQntuples(res); i++) {
+        pgs_window *w = pgs_find(k, PQgetvalue(res, i, 0));
+        if (w) w->covered = 0;
+    }
+    PQclear(res);
+    return CP_OK;
+}
+
+static int pgs_entries(pgs_run *k)
+{
+    pg_reader *r = k->r;
+    const cp_call_filter *f = k->f;
+    pg_params p = {0};
+    par_i64(&p, k->p->a);
+    par_i64(&p, k->p->b);
+    if (f->ns) par_text(&p, f->ns, strlen(f->ns));
+    pg_stmt q;
+    int st = stmt_get(r,
+                      f->ns ? "SELECT cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl,"
+                              " calls_count, sum_duration, sum_suspend_duration, sum_queue_wait_duration,"
+                              " sum_transactions, max_time, max_duration, max_calls, max_restart_time,"
+                              " max_trace_file_index, max_buffer_offset, max_record_index FROM hot_rollups"
+                              " WHERE cell >= $1::bigint AND cell < $2::bigint AND namespace = $3::text"
+                            : "SELECT cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl,"
+                              " calls_count, sum_duration, sum_suspend_duration, sum_queue_wait_duration,"
+                              " sum_transactions, max_time, max_duration, max_calls, max_restart_time,"
+                              " max_trace_file_index, max_buffer_offset, max_record_index FROM hot_rollups"
+                              " WHERE cell >= $1::bigint AND cell < $2::bigint",
+                      &q);
+    if (st != CP_OK) return st;
+    PGresult *res = stmt_run(r, &q, &p, 0, "rollups");
+    stmt_put(r, &q, res != NULL);
+    if (!res) return CP_EIO;
+    int n = PQntuples(res);
+    const pgs_window *last = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *tbl = PQgetvalue(res, i, 7);
+        if (!last || strcmp(last->name, tbl) != 0) last = pgs_find(k, tbl);
+        if (!last || !last->covered) continue;
+        cp_rollup_entry e;
+        e.cell_ms = val_i64(res, i, 0);
+        e.ns = val_text(res, i, 1, &e.ns_len);
+        e.service = val_text(res, i, 2, &e.service_len);
+        e.pod = val_text(res, i, 3, &e.pod_len);
+        e.cls = (int32_t)val_i64(res, i, 4);
+        e.flags = (int32_t)val_i64(res, i, 5);
+        e.idle_fp = val_i64(res, i, 6);
+        e.n = val_i64(res, i, 8);
+        e.sum_duration = val_i64(res, i, 9);
+        e.sum_suspend = val_i64(res, i, 10);
+        e.sum_queue = val_i64(res, i, 11);
+        e.sum_transactions = val_i64(res, i, 12);
+        e.max.ts_ms = val_i64(res, i, 13);
+        e.max.duration_ms = (int32_t)val_i64(res, i, 14);
+        e.max.calls = (int32_t)val_i64(res, i, 15);
+        e.max.restart_ms = val_i64(res, i, 16);
+        e.max.trace_file_index = (int32_t)val_i64(res, i, 17);
+        e.max.buffer_offset = (int32_t)val_i64(res, i, 18);
+        e.max.record_index = (int32_t)val_i64(res, i, 19);
+        if (cp_stats_entry_matches(f, k->p, &e) != 1) continue;
+        cp_stats_add_entry(k->acc, &e, cp_pod_hash(e.ns, e.ns_len, e.pod, e.pod_len));
+        k->info->rollup_entries++;
+        r->emitted = 1;
+    }
+    PQclear(res);
+    return CP_OK;
+}
+
+/* One scan of the current window through a cursor. 1 when the budget ran out. */
+static int pgs_scan(void *ud, const cp_call_filter *sub)
+{
+    pgs_run *k = ud;
+    pg_reader *r = k->r;
+    const pgs_window *w = k->cur;
+    int64_t from = sub->from_ms > w->start ? sub->from_ms : w->start;
+    int64_t to = sub->to_ms < w->end ? sub->to_ms : w->end;
+    if (from >= to || sub->min_duration_ms > sub->max_duration_ms) return 0;
+    int in_c = sub->match || sub->method_substr;
+    pg_params p = {0};
+    cp_buf_reset(&r->sql);
+    int st = cp_buf_printf(&r->sql,
+                           "SELECT time, duration, calls, suspend_duration, queue_wait_duration, transactions,"
+                           " restart_time, trace_file_index, buffer_offset, record_index, namespace, pod_name%s"
+                           " FROM %s WHERE time >= $%d::bigint AND time < $%d::bigint",
+                           in_c ? ", method_name, params" : "", w->name, par_i64(&p, from), par_i64(&p, to));
+    if (st == CP_OK && sub->ns) st = cp_buf_printf(&r->sql, " AND namespace = $%d::text", par_text(&p, sub->ns, strlen(sub->ns)));
+    if (st == CP_OK && sub->service)
+        st = cp_buf_printf(&r->sql, " AND service_name = $%d::text", par_text(&p, sub->service, strlen(sub->service)));
+    if (st == CP_OK && sub->pod) st = cp_buf_printf(&r->sql, " AND pod_name = $%d::text", par_text(&p, sub->pod, strlen(sub->pod)));
+    if (st == CP_OK && sub->min_duration_ms > 0)
+        st = cp_buf_printf(&r->sql, " AND duration >= $%d::bigint", par_i64(&p, sub->min_duration_ms));
+    if (st == CP_OK && sub->max_duration_ms < INT64_MAX)
+        st = cp_buf_printf(&r->sql, " AND duration <= $%d::bigint", par_i64(&p, sub->max_duration_ms));
+    if (st == CP_OK && sub->errors_only) st = cp_buf_puts(&r->sql, " AND error <> 0");
+    if (st == CP_OK) st = cp_buf_putc(&r->sql, 0);
+    cp_buf_reset(&r->tmp);
+    if (st == CP_OK) st = cp_buf_printf(&r->tmp, "DECLARE cp_stats NO SCROLL CURSOR FOR %s", (const char *)r->sql.data);
+    if (st == CP_OK) st = cp_buf_putc(&r->tmp, 0);
+    if (st != CP_OK) return pg_oom(r);
+    if (p.over) {
+        snprintf(r->err, sizeof r->err, "stats scan: too many parameters");
+        return CP_EINVAL;
+    }
+    PGresult *res = PQexecParams(r->db, (const char *)r->tmp.data, p.n, NULL, p.v, p.len, p.fmt, 0);
+    st = PQresultStatus(res) == PGRES_COMMAND_OK ? CP_OK : pg_fail(r, "declare", res);
+    PQclear(res);
+    if (st != CP_OK) return st;
+    int over = 0;
+    char fetch[64];
+    snprintf(fetch, sizeof fetch, "FETCH %d FROM cp_stats", PG_STATS_FETCH);
+    for (;;) {
+        res = PQexec(r->db, fetch);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+            st = pg_fail(r, "stats scan", res);
+            PQclear(res);
+            break;
+        }
+        int n = PQntuples(res);
+        for (int i = 0; i < n && !over; i++) {
+            if (sub->max_scan && k->info->scanned >= sub->max_scan) {
+                over = 1;
+                break;
+            }
+            k->info->scanned++;
+            cp_call c;
+            memset(&c, 0, sizeof c);
+            c.ts_ms = val_i64(res, i, 0);
+            c.duration_ms = (int32_t)val_i64(res, i, 1);
+            c.calls = (int32_t)val_i64(res, i, 2);
+            c.suspend_ms = (int32_t)val_i64(res, i, 3);
+            c.queue_wait_ms = (int32_t)val_i64(res, i, 4);
+            c.transactions = val_i64(res, i, 5);
+            c.restart_ms = val_i64(res, i, 6);
+            c.trace_file_index = (int32_t)val_i64(res, i, 7);
+            c.buffer_offset = (int32_t)val_i64(res, i, 8);
+            c.record_index = (int32_t)val_i64(res, i, 9);
+            c.ns = val_text(res, i, 10, &c.ns_len);
+            c.pod = val_text(res, i, 11, &c.pod_len);
+            if (in_c) {
+                c.method = val_text(res, i, 12, &c.method_len);
+                c.params_json = val_text(res, i, 13, &c.params_json_len);
+                if (sub->method_substr &&
+                    !cp_ci_contains(c.method, c.method_len, (const char *)k->needle.data, k->needle.len - 1))
+                    continue;
+                if (sub->match) {
+                    cp_call_view v = {c.method, c.method_len, c.pod, c.pod_len, c.params_json, c.params_json_len};
+                    if (!sub->match(sub->match_ud, &v)) continue;
+                }
+            }
+            cp_stats_add_call(k->acc, &c);
+            k->info->scanned_calls++;
+            r->emitted = 1;
+        }
+        PQclear(res);
+        if (over || n < PG_STATS_FETCH) break;
+        if ((st = pgs_progress(k, 0)) != CP_OK) break;
+    }
+    int cst = pg_command(r, "CLOSE cp_stats", "close");
+    if (st == CP_OK) st = cst;
+    if (st != CP_OK) return st;
+    if (over) {
+        k->info->partial = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int stats_op(pg_reader *r, void *arg)
+{
+    pgs_run *k = arg;
+    free(k->w);
+    k->w = NULL;
+    k->nw = 0;
+    int st = pgs_windows(k);
+    if (st == CP_OK) st = pgs_foreign_fp(k);
+    int any = 0;
+    for (size_t i = 0; i < k->nw; i++) any |= k->w[i].covered;
+    if (st == CP_OK && any) st = pgs_entries(k);
+    for (size_t i = 0; st == CP_OK && i < k->nw && !k->info->partial; i++) {
+        k->cur = &k->w[i];
+        int x = cp_stats_scans(k->f, k->p, k->w[i].covered, pgs_scan, k);
+        if (x < 0) st = x;
+        k->prog.windows_done = i + 1;
+        if (st == CP_OK) st = pgs_progress(k, 0);
+    }
+    k->info->windows += k->nw;
+    (void)r;
+    return st;
+}
+
+static int pg_stats(cp_reader *base, const cp_call_filter *f, const cp_stats_plan *p, cp_stats *acc,
+                    cp_stats_info *info)
+{
+    pg_reader *r = (pg_reader *)base;
+    if (!utf8_ok0(f->ns) || !utf8_ok0(f->service) || !utf8_ok0(f->pod)) return CP_OK; /* nothing can match */
+    pgs_run k;
+    memset(&k, 0, sizeof k);
+    k.r = r;
+    k.f = f;
+    k.p = p;
+    k.acc = acc;
+    k.info = info;
+    cp_buf_init(&k.needle);
+    if (f->method_substr && cp_rd_fold_into(&k.needle, f->method_substr, strlen(f->method_substr)) != CP_OK)
+        return pg_oom(r);
+    int st = run_op(r, stats_op, &k);
+    free(k.w);
+    cp_buf_free(&k.needle);
     return st;
 }
 
@@ -1486,6 +1830,8 @@ static const cp_reader_ops pg_reader_ops = {
     .words = pg_words_get,
     .cold_files = pg_cold_files,
     .bounds = pg_bounds_get,
+    .stats = pg_stats,
+    .snapshot = pg_snapshot,
     .errmsg = pg_errmsg,
     .close = pg_close,
 };

@@ -26,6 +26,7 @@
 #include "cp_hot.h"
 #include "hot_internal.h"
 #include "reader_internal.h"
+#include "cp_stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,8 @@ typedef struct sqlite_reader {
     cp_buf sql;              /* scratch for SQL text */
     cp_buf needle;           /* lower-cased method substring */
     int cold;                /* the catalog has the cold tier's tables (migration 3) */
+    int depth;               /* nested read transactions (one BEGIN for all) */
+    int rollups;             /* the catalog has hot_rollups (migration 5) */
     char err[256];
 } sqlite_reader;
 
@@ -129,10 +132,24 @@ static void stmt_put(sqlite_reader *r, rd_stmt *q, int ok)
 /* The read transaction around one operation: one snapshot for every window. */
 static int txn_begin(sqlite_reader *r)
 {
-    return sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? CP_OK : rd_fail(r, "begin");
+    if (r->depth++ > 0) return CP_OK; /* inside a snapshot (rd_snapshot) */
+    if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK) return CP_OK;
+    r->depth--;
+    return rd_fail(r, "begin");
 }
 
-static void txn_end(sqlite_reader *r) { sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL); }
+static void txn_end(sqlite_reader *r)
+{
+    if (r->depth > 0 && --r->depth == 0) sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+}
+
+static int rd_snapshot(cp_reader *base, int begin)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    if (begin) return txn_begin(r);
+    txn_end(r);
+    return CP_OK;
+}
 
 /* ---- rows -> cp_call -------------------------------------------------------------------------- */
 
@@ -1020,7 +1037,7 @@ static int cold_list(sqlite_reader *r, const cp_cold_query *q, const cp_rd_strse
 {
     cp_buf_reset(&r->sql);
     if (cp_buf_printf(&r->sql,
-                      "SELECT " RD_FILE_COLUMNS " FROM s3_files WHERE file_type = 'calls' AND status = 'completed'"
+                      "SELECT " RD_FILE_COLUMNS " FROM s3_files WHERE file_type = ?4 AND status = 'completed'"
                       " AND start_time < ?2 AND end_time > ?1%s"
                       " ORDER BY start_time, namespace, duration_range, uuid",
                       q->ns ? " AND namespace = ?3" : "") != CP_OK ||
@@ -1032,6 +1049,8 @@ static int cold_list(sqlite_reader *r, const cp_cold_query *q, const cp_rd_strse
     sqlite3_bind_int64(s.st, 1, q->from_ms);
     sqlite3_bind_int64(s.st, 2, q->to_ms);
     if (q->ns) sqlite3_bind_text(s.st, 3, q->ns, -1, SQLITE_STATIC);
+    int calls = !q->file_type || !strcmp(q->file_type, "calls");
+    sqlite3_bind_text(s.st, 4, calls ? "calls" : q->file_type, -1, SQLITE_STATIC);
     int rc;
     size_t listed = 0;
     while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
@@ -1042,9 +1061,9 @@ static int cold_list(sqlite_reader *r, const cp_cold_query *q, const cp_rd_strse
         }
         cp_cold_file f;
         row_to_file(s.st, &f);
-        if (!f.uuid || !cp_rd_cold_range_overlaps(f.duration_range, q->min_duration_ms, q->max_duration_ms))
-            continue;
-        if (cp_rd_cold_pruned(q, sets, &f)) {
+        if (!f.uuid) continue;
+        if (calls && !cp_rd_cold_range_overlaps(f.duration_range, q->min_duration_ms, q->max_duration_ms)) continue;
+        if (calls && cp_rd_cold_pruned(q, sets, &f)) {
             if (skipped) (*skipped)++;
             continue;
         }
@@ -1062,14 +1081,307 @@ static int rd_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_f
     if (!r->cold || q->from_ms >= q->to_ms || q->min_duration_ms > q->max_duration_ms) return CP_OK;
     cp_rd_strset *sets = q->nparams ? calloc(q->nparams, sizeof *sets) : NULL;
     if (q->nparams && !sets) return rd_oom(r);
+    int calls = !q->file_type || !strcmp(q->file_type, "calls");
     int st = txn_begin(r);
     if (st == CP_OK) {
-        for (size_t i = 0; st == CP_OK && i < q->nparams; i++) st = cold_term(r, q, &q->params[i], &sets[i]);
+        for (size_t i = 0; calls && st == CP_OK && i < q->nparams; i++) st = cold_term(r, q, &q->params[i], &sets[i]);
         if (st == CP_OK) st = cold_list(r, q, sets, fn, ud, skipped);
         txn_end(r);
     }
     for (size_t i = 0; i < q->nparams; i++) cp_rd_strset_free(&sets[i]);
     free(sets);
+    return st;
+}
+
+/* ---- stats (cp_stats.h) ------------------------------------------------------------------------ */
+
+/* A window of the stats: its table, time span, and whether its rollups count. */
+typedef struct st_window {
+    char name[CP_HOT_NAME_LEN];
+    int64_t start, end, rows;
+    int covered;
+} st_window;
+
+typedef struct st_run {
+    sqlite_reader *r;
+    const cp_call_filter *f;
+    const cp_stats_plan *p;
+    cp_stats *acc;
+    cp_stats_info *info;
+    st_window *w;
+    size_t nw;
+    const st_window *cur;             /* the window a scan runs on */
+    rd_match m;
+    cp_progress prog;
+} st_run;
+
+/* Progress; extra = rows of the running scan not yet in info->scanned. */
+static int st_progress(st_run *k, uint64_t extra)
+{
+    const cp_call_filter *f = k->f;
+    k->prog.scanned = k->info->scanned + extra;
+    if (f->progress && f->progress(f->progress_ud, &k->prog)) {
+        snprintf(k->r->err, sizeof k->r->err, "cancelled");
+        return CP_EABORT;
+    }
+    return CP_OK;
+}
+
+/* The windows overlapping the range that have rows. */
+static int st_windows(st_run *k)
+{
+    sqlite_reader *r = k->r;
+    rd_stmt q;
+    int st = stmt_get(r,
+                      r->rollups ? "SELECT table_name, start_time, end_time, rows_count, rollup FROM inventory"
+                                   " WHERE table_type = 'calls' AND status IN ('ready', 'persisting') AND rows_count > 0"
+                                   " AND start_time < ?2 AND end_time > ?1 ORDER BY start_time"
+                                 : "SELECT table_name, start_time, end_time, rows_count, 0 FROM inventory"
+                                   " WHERE table_type = 'calls' AND status IN ('ready', 'persisting') AND rows_count > 0"
+                                   " AND start_time < ?2 AND end_time > ?1 ORDER BY start_time",
+                      &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, k->f->from_ms);
+    sqlite3_bind_int64(q.st, 2, k->f->to_ms);
+    size_t cap = 0;
+    int rc;
+    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q.st, 0);
+        if (!name || !cp_hot_calls_name_ok(name)) continue;
+        if (k->nw == RD_MAX_WINDOWS) {
+            snprintf(r->err, sizeof r->err, "the time range spans more than %d windows", RD_MAX_WINDOWS);
+            st = CP_ELIMIT;
+            break;
+        }
+        if (cp_grow((void **)&k->w, &cap, k->nw + 1, sizeof *k->w, 16) != CP_OK) {
+            st = rd_oom(r);
+            break;
+        }
+        st_window *w = &k->w[k->nw++];
+        memset(w, 0, sizeof *w);
+        snprintf(w->name, sizeof w->name, "%s", name);
+        w->start = sqlite3_column_int64(q.st, 1);
+        w->end = sqlite3_column_int64(q.st, 2);
+        w->rows = sqlite3_column_int64(q.st, 3);
+        w->covered = k->p->rollups && sqlite3_column_int(q.st, 4) != 0;
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "list windows");
+    stmt_put(r, &q, st == CP_OK);
+    k->prog.windows_total = k->nw;
+    return st;
+}
+
+/* Windows whose entries were made with another idle list cannot answer hide_system. */
+static int st_foreign_fp(st_run *k)
+{
+    const cp_rollup_sel *sel = k->f->sel;
+    if (!k->p->rollups || !sel || !sel->hide_system) return CP_OK;
+    rd_stmt q;
+    int st = stmt_get(k->r, "SELECT DISTINCT tbl FROM hot_rollups WHERE cell >= ?1 AND cell < ?2 AND idle_fp <> ?3",
+                      &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, k->p->a);
+    sqlite3_bind_int64(q.st, 2, k->p->b);
+    sqlite3_bind_int64(q.st, 3, sel->idle_fp);
+    int rc;
+    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(q.st, 0);
+        for (size_t i = 0; t && i < k->nw; i++)
+            if (!strcmp(k->w[i].name, t)) k->w[i].covered = 0;
+    }
+    if (rc != SQLITE_DONE) st = rd_fail(k->r, "rollup lists");
+    stmt_put(k->r, &q, st == CP_OK);
+    return st;
+}
+
+static const char *st_text(sqlite3_stmt *s, int i, size_t *len)
+{
+    const char *p = (const char *)sqlite3_column_text(s, i);
+    *len = (size_t)sqlite3_column_bytes(s, i);
+    return p ? p : "";
+}
+
+/* The entries of the covered windows' cells [a, b). */
+static int st_entries(st_run *k)
+{
+    sqlite_reader *r = k->r;
+    const cp_call_filter *f = k->f;
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl,"
+                      " calls_count, sum_duration, sum_suspend_duration, sum_queue_wait_duration, sum_transactions,"
+                      " max_time, max_duration, max_calls, max_restart_time, max_trace_file_index,"
+                      " max_buffer_offset, max_record_index FROM hot_rollups WHERE cell >= ?1 AND cell < ?2%s",
+                      f->ns ? " AND namespace = ?3" : "") != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt q;
+    int st = stmt_get(r, (const char *)r->sql.data, &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, k->p->a);
+    sqlite3_bind_int64(q.st, 2, k->p->b);
+    if (f->ns) sqlite3_bind_text(q.st, 3, f->ns, -1, SQLITE_STATIC);
+    int rc;
+    char last_tbl[CP_HOT_NAME_LEN] = "";
+    int last_cov = 0;
+    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        sqlite3_stmt *s = q.st;
+        const char *tbl = (const char *)sqlite3_column_text(s, 7);
+        if (!tbl) continue;
+        if (strcmp(last_tbl, tbl) != 0) { /* the window of the entry: its coverage */
+            last_cov = 0;
+            for (size_t i = 0; i < k->nw; i++)
+                if (!strcmp(k->w[i].name, tbl)) last_cov = k->w[i].covered;
+            snprintf(last_tbl, sizeof last_tbl, "%s", tbl);
+        }
+        if (!last_cov) continue;
+        cp_rollup_entry e;
+        e.cell_ms = sqlite3_column_int64(s, 0);
+        e.ns = st_text(s, 1, &e.ns_len);
+        e.service = st_text(s, 2, &e.service_len);
+        e.pod = st_text(s, 3, &e.pod_len);
+        e.cls = sqlite3_column_int(s, 4);
+        e.flags = sqlite3_column_int(s, 5);
+        e.idle_fp = sqlite3_column_int64(s, 6);
+        e.n = sqlite3_column_int64(s, 8);
+        e.sum_duration = sqlite3_column_int64(s, 9);
+        e.sum_suspend = sqlite3_column_int64(s, 10);
+        e.sum_queue = sqlite3_column_int64(s, 11);
+        e.sum_transactions = sqlite3_column_int64(s, 12);
+        e.max.ts_ms = sqlite3_column_int64(s, 13);
+        e.max.duration_ms = sqlite3_column_int(s, 14);
+        e.max.calls = sqlite3_column_int(s, 15);
+        e.max.restart_ms = sqlite3_column_int64(s, 16);
+        e.max.trace_file_index = sqlite3_column_int(s, 17);
+        e.max.buffer_offset = sqlite3_column_int(s, 18);
+        e.max.record_index = sqlite3_column_int(s, 19);
+        if (cp_stats_entry_matches(f, k->p, &e) != 1) continue;
+        cp_stats_add_entry(k->acc, &e, cp_pod_hash(e.ns, e.ns_len, e.pod, e.pod_len));
+        k->info->rollup_entries++;
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "rollups");
+    stmt_put(r, &q, st == CP_OK);
+    return st;
+}
+
+/* One scan of the current window: the calls of sub, counted into acc. */
+static int st_scan(void *ud, const cp_call_filter *sub)
+{
+    st_run *k = ud;
+    sqlite_reader *r = k->r;
+    const st_window *w = k->cur;
+    int64_t from = sub->from_ms > w->start ? sub->from_ms : w->start;
+    int64_t to = sub->to_ms < w->end ? sub->to_ms : w->end;
+    if (from >= to || sub->min_duration_ms > sub->max_duration_ms) return 0;
+    int partial = from > w->start || to < w->end;
+    int narrow_dur = sub->min_duration_ms > 0 || sub->max_duration_ms < INT64_MAX;
+    /* the time index for a slice of the window, the duration index for a class */
+    const char *ix = partial && (double)(to - from) < 0.25 * (double)(w->end - w->start) ? "time"
+                     : narrow_dur                                                          ? "duration"
+                     : partial                                                             ? "time"
+                                                                                           : NULL;
+    int use_fn = sub->match || sub->method_substr || sub->max_scan;
+    cp_buf_reset(&r->sql);
+    int st = cp_buf_printf(&r->sql,
+                           "SELECT time, duration, calls, suspend_duration, queue_wait_duration, transactions,"
+                           " restart_time, trace_file_index, buffer_offset, record_index, namespace, pod_name"
+                           " FROM %s",
+                           w->name);
+    if (st == CP_OK && ix) st = cp_buf_printf(&r->sql, " INDEXED BY %s_%s", w->name, ix);
+    if (st == CP_OK) st = cp_buf_puts(&r->sql, " WHERE time >= ?1 AND time < ?2");
+    if (st == CP_OK && sub->ns) st = cp_buf_puts(&r->sql, " AND namespace = ?3");
+    if (st == CP_OK && sub->service) st = cp_buf_puts(&r->sql, " AND service_name = ?4");
+    if (st == CP_OK && sub->pod) st = cp_buf_puts(&r->sql, " AND pod_name = ?5");
+    if (st == CP_OK && sub->min_duration_ms > 0) st = cp_buf_puts(&r->sql, " AND duration >= ?6");
+    if (st == CP_OK && sub->max_duration_ms < INT64_MAX) st = cp_buf_puts(&r->sql, " AND duration <= ?7");
+    if (st == CP_OK && sub->errors_only) st = cp_buf_puts(&r->sql, " AND error <> 0");
+    if (st == CP_OK && use_fn) st = cp_buf_puts(&r->sql, " AND cp_match(?8, method_name, pod_name, params)");
+    if (st == CP_OK) st = cp_buf_putc(&r->sql, 0);
+    if (st != CP_OK) return rd_oom(r);
+    rd_stmt q;
+    if ((st = stmt_get(r, (const char *)r->sql.data, &q)) != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, from);
+    sqlite3_bind_int64(q.st, 2, to);
+    if (sub->ns) sqlite3_bind_text(q.st, 3, sub->ns, -1, SQLITE_STATIC);
+    if (sub->service) sqlite3_bind_text(q.st, 4, sub->service, -1, SQLITE_STATIC);
+    if (sub->pod) sqlite3_bind_text(q.st, 5, sub->pod, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q.st, 6, sub->min_duration_ms);
+    sqlite3_bind_int64(q.st, 7, sub->max_duration_ms);
+    /* the budget is the filter's, over every scan of the stats */
+    k->m.max_scan = sub->max_scan ? (sub->max_scan > k->info->scanned ? sub->max_scan - k->info->scanned : 1) : 0;
+    k->m.scanned = 0;
+    k->m.over = 0;
+    if (use_fn) sqlite3_bind_pointer(q.st, 8, &k->m, RD_MATCH_PTR, NULL);
+    int rc;
+    uint64_t rows = 0;
+    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        sqlite3_stmt *s = q.st;
+        rows++;
+        if (!use_fn && sub->max_scan && k->info->scanned + rows > sub->max_scan) {
+            k->m.over = 1;
+            break;
+        }
+        cp_call c;
+        memset(&c, 0, sizeof c);
+        c.ts_ms = sqlite3_column_int64(s, 0);
+        c.duration_ms = sqlite3_column_int(s, 1);
+        c.calls = sqlite3_column_int(s, 2);
+        c.suspend_ms = sqlite3_column_int(s, 3);
+        c.queue_wait_ms = sqlite3_column_int(s, 4);
+        c.transactions = sqlite3_column_int64(s, 5);
+        c.restart_ms = sqlite3_column_int64(s, 6);
+        c.trace_file_index = sqlite3_column_int(s, 7);
+        c.buffer_offset = sqlite3_column_int(s, 8);
+        c.record_index = sqlite3_column_int(s, 9);
+        c.ns = st_text(s, 10, &c.ns_len);
+        c.pod = st_text(s, 11, &c.pod_len);
+        cp_stats_add_call(k->acc, &c);
+        k->info->scanned_calls++;
+        if ((rows & 0xffff) == 0 && (st = st_progress(k, use_fn ? k->m.scanned : rows)) != CP_OK) break;
+    }
+    k->info->scanned += use_fn ? k->m.scanned : rows;
+    if (st == CP_OK && rc != SQLITE_DONE && rc != SQLITE_ROW && !k->m.over) st = rd_fail(r, "stats scan");
+    if (k->m.over) k->info->partial = 1;
+    stmt_put(r, &q, st == CP_OK);
+    return st != CP_OK ? st : k->m.over ? 1 : 0;
+}
+
+static int rd_stats(cp_reader *base, const cp_call_filter *f, const cp_stats_plan *p, cp_stats *acc,
+                    cp_stats_info *info)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    st_run k;
+    memset(&k, 0, sizeof k);
+    k.r = r;
+    k.f = f;
+    k.p = p;
+    k.acc = acc;
+    k.info = info;
+    k.m.match = f->match;
+    k.m.ud = f->match_ud;
+    if (f->method_substr) {
+        size_t n = strlen(f->method_substr);
+        if (cp_rd_fold_into(&r->needle, f->method_substr, n) != CP_OK) return rd_oom(r);
+        k.m.needle = (const char *)r->needle.data;
+        k.m.needle_len = n;
+    }
+    int st = txn_begin(r);
+    if (st != CP_OK) return st;
+    st = st_windows(&k);
+    if (st == CP_OK && r->rollups) st = st_foreign_fp(&k);
+    int any = 0;
+    for (size_t i = 0; i < k.nw; i++) any |= k.w[i].covered;
+    if (st == CP_OK && any) st = st_entries(&k);
+    for (size_t i = 0; st == CP_OK && i < k.nw && !info->partial; i++) {
+        k.cur = &k.w[i];
+        int r2 = cp_stats_scans(f, p, k.w[i].covered, st_scan, &k);
+        if (r2 < 0) st = r2;
+        k.prog.windows_done = i + 1;
+        if (st == CP_OK) st = st_progress(&k, 0);
+    }
+    info->windows += k.nw;
+    txn_end(r);
+    free(k.w);
     return st;
 }
 
@@ -1097,6 +1409,8 @@ static const cp_reader_ops sqlite_reader_ops = {
     .words = rd_words,
     .cold_files = rd_cold_files,
     .bounds = rd_bounds,
+    .stats = rd_stats,
+    .snapshot = rd_snapshot,
     .errmsg = rd_errmsg,
     .close = rd_close,
 };
@@ -1117,6 +1431,7 @@ static int check_schema(sqlite_reader *r)
         return CP_EINVAL;
     }
     r->cold = v >= 3;
+    r->rollups = v >= 5;
     return CP_OK;
 }
 

@@ -43,6 +43,7 @@
 #include "reader_internal.h"
 #include "query/cp_query.h"
 #include "cp_cold.h"
+#include "cp_stats.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -74,10 +75,12 @@ typedef struct tr_row {
 /* A cold file listed for one operation. */
 typedef struct tr_file {
     char *key;
+    char *claim, *ns;                   /* the claim that wrote it, its namespace (NULL: unknown) */
     int64_t min_ts, max_ts;             /* call times in the file (0, 0 = unknown) */
     int32_t duration_range;
     int has_bounds;                     /* lo..hi bound the sort column in the file */
     int64_t lo, hi;
+    int covered;                        /* stats: its calls are in rollup entries in use */
 } tr_file;
 
 typedef struct tr_files {
@@ -86,6 +89,7 @@ typedef struct tr_files {
     int truncated;                      /* more than TR_MAX_FILES */
     int oom;
     size_t skipped;                     /* left out by the inverted index */
+    const char *type;                   /* file_type listed ("calls" when NULL) */
 } tr_files;
 
 typedef struct tiered_reader tiered_reader;
@@ -99,6 +103,11 @@ typedef struct tr_open {
     cp_pq_reader *pq;
     cp_cold_rows *rows;
     uint64_t used;
+    int time_sorted;                    /* rows in time order (CP_COLD_KV_ORDER): read from the end needed */
+    /* a rollup file (rows is NULL then): its columns, and whether this reader can use it */
+    int is_rollup, rollup_ok;
+    int rcol[CP_COLD_R_COUNT];
+    int64_t idle_fp;
 } tr_open;
 
 struct tiered_reader {
@@ -465,7 +474,11 @@ static int rg_skip(tr_search *s, tr_open *o, size_t rg)
 
 static void files_free(tr_files *fl)
 {
-    for (size_t i = 0; i < fl->n; i++) free(fl->v[i].key);
+    for (size_t i = 0; i < fl->n; i++) {
+        free(fl->v[i].key);
+        free(fl->v[i].claim);
+        free(fl->v[i].ns);
+    }
     free(fl->v);
     memset(fl, 0, sizeof *fl);
 }
@@ -473,7 +486,7 @@ static void files_free(tr_files *fl)
 static int on_cold_file(void *ud, const cp_cold_file *cf)
 {
     tr_files *fl = ud;
-    if (cf->file_type && strcmp(cf->file_type, "calls") != 0) return 0;
+    if (cf->file_type && strcmp(cf->file_type, fl->type ? fl->type : "calls") != 0) return 0;
     const char *key = cf->key ? cf->key : cf->uuid;
     if (!key || !cp_ostore_key_ok(key)) return 0; /* not an object we could have written */
     if (fl->n == TR_MAX_FILES) {
@@ -493,7 +506,12 @@ static int on_cold_file(void *ud, const cp_cold_file *cf)
     tr_file *t = &fl->v[fl->n];
     memset(t, 0, sizeof *t);
     t->key = strdup(key);
-    if (!t->key) {
+    t->claim = cf->claim ? strdup(cf->claim) : NULL;
+    t->ns = cf->ns ? strdup(cf->ns) : NULL;
+    if (!t->key || (cf->claim && !t->claim) || (cf->ns && !t->ns)) {
+        free(t->key);
+        free(t->claim);
+        free(t->ns);
         fl->oom = 1;
         return TR_STOP;
     }
@@ -790,13 +808,41 @@ static void open_free(tr_open *o)
     free(o);
 }
 
+/* A rollup file: its columns by name, and whether its entries are ones this reader
+ * understands (the same format: cell length and classes). */
+static void rollup_columns(tr_open *o)
+{
+    o->is_rollup = 1;
+    const char *fmt = cp_pq_reader_kv(o->pq, CP_COLD_KV_ROLLUP);
+    const char *fp = cp_pq_reader_kv(o->pq, CP_COLD_KV_IDLE_FP);
+    o->rollup_ok = fmt && !strcmp(fmt, CP_COLD_ROLLUP_FORMAT);
+    o->idle_fp = fp ? strtoll(fp, NULL, 10) : -1;
+    for (int c = 0; c < CP_COLD_R_COUNT; c++) {
+        int i = cp_pq_reader_find(o->pq, cp_cold_rollup_schema[c].name);
+        const cp_pq_column *col = i >= 0 ? cp_pq_reader_column(o->pq, (size_t)i) : NULL;
+        int want_text = cp_cold_rollup_schema[c].type == CP_PQ_STRING;
+        int is_text = col && (col->type == CP_PQ_STRING || col->type == CP_PQ_BINARY);
+        int is_int = col && (col->type == CP_PQ_I32 || col->type == CP_PQ_I64 || col->type == CP_PQ_TS_MS);
+        if (!col || (want_text ? !is_text : !is_int)) o->rollup_ok = 0;
+        o->rcol[c] = i;
+    }
+}
+
 /* Opens the Parquet reader and the row decoder of an object whose bytes o reaches. */
 static int open_parquet(tiered_reader *tr, tr_open *o, uint64_t size)
 {
     char err[256] = "";
     o->size = size;
     int st = cp_pq_reader_open(o->fd >= 0 ? pread_local : pread_store, o, size, &o->pq, err, sizeof err);
+    if (st == CP_OK && cp_pq_reader_kv(o->pq, CP_COLD_KV_ROLLUP)) {
+        rollup_columns(o);
+        return CP_OK;
+    }
     if (st == CP_OK) st = cp_cold_rows_open(o->pq, &o->rows, err, sizeof err);
+    if (st == CP_OK) {
+        const char *order = cp_pq_reader_kv(o->pq, CP_COLD_KV_ORDER);
+        o->time_sorted = order && !strcmp(order, CP_COLD_ORDER_TIME);
+    }
     if (st != CP_OK && st != CP_ENOTFOUND) snprintf(tr->err, sizeof tr->err, "cold file %s: %s", o->key, err);
     return st;
 }
@@ -995,6 +1041,94 @@ static int search_rg(tr_search *s, tr_open *o, size_t rg)
     return CP_OK;
 }
 
+/* ---- time-sorted files, time order ------------------------------------------------------------
+ *
+ * A file whose rows are in time order (the layout since issue 14) is read from the end a
+ * time-ordered page needs: row groups in the page's direction, and in each only the rows
+ * that can still make the page -- the time column first (rows outside the range found by
+ * binary search), then the filter columns for the rows the time allows, stopping once
+ * `cap` rows passed and the time moved on (the rest of the row group is worse), then the
+ * other columns only if a row is kept. A row group entirely worse than the kept rows ends
+ * the file: the next ones are worse still. */
+
+/* First index in [0, n) with v[i] >= t (v ascending). */
+static size_t lower_bound64(const int64_t *v, size_t n, int64_t t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < t) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* 1 when no row at time t (or past it, in the walk's direction) can be kept any more. */
+static int time_done(const tr_search *s, int64_t t)
+{
+    if (!heap_full(s)) return 0;
+    int64_t w = s->heap.v[0].c.ts_ms;
+    return s->f->desc ? t < w : t > w;
+}
+
+static int search_rg_time(tr_search *s, tr_open *o, size_t rg)
+{
+    tiered_reader *tr = s->tr;
+    const cp_call_filter *f = s->f;
+    int st = rows_read(tr, o, rg, CP_COLD_COL(CP_COLD_C_TIME));
+    if (st != CP_OK) return st;
+    size_t n = cp_cold_rows_count(o->rows);
+    const int64_t *ts = cp_cold_rows_ints(o->rows, CP_COLD_C_TIME);
+    if (!ts || !n) return CP_OK;
+    size_t i0 = lower_bound64(ts, n, s->from), i1 = lower_bound64(ts, n, s->to);
+    if (i0 >= i1) return CP_OK;
+    /* the first row the walk meets must be wanted by time at all */
+    if (time_done(s, f->desc ? ts[i1 - 1] : ts[i0])) return CP_OK;
+    int json1 = f->match != NULL;
+    if ((st = rows_read(tr, o, rg, step1_columns(f))) != CP_OK) return st;
+    s->ncand = 0;
+    size_t passed = 0;
+    int64_t last_pass = 0;
+    for (size_t k = 0; k < i1 - i0 && !s->over; k++) {
+        size_t i = f->desc ? i1 - 1 - k : i0 + k;
+        if (time_done(s, ts[i])) break;
+        if (passed >= s->cap && ts[i] != last_pass) break; /* the rest of the group is worse than these */
+        cp_call c;
+        if ((st = rows_call(tr, o, i, json1, &c)) != CP_OK) return st;
+        uint64_t h = cp_pod_hash(c.ns, c.ns_len, c.pod, c.pod_len);
+        if (!row_wanted(s, &c, h)) continue;
+        if (cand_push(s, i) != CP_OK) return tr_oom(tr);
+        passed++;
+        last_pass = ts[i];
+    }
+    if (!s->ncand) return CP_OK;
+    uint32_t all = CP_COLD_COLS_ALL & ~CP_COLD_COL(CP_COLD_C_TRACE);
+    if ((st = rows_read(tr, o, rg, all)) != CP_OK) return st;
+    for (size_t k = 0; k < s->ncand; k++) {
+        cp_call c;
+        if ((st = rows_call(tr, o, s->cand[k], 1, &c)) != CP_OK) return st;
+        if (heap_offer(s, &c, cp_pod_hash(c.ns, c.ns_len, c.pod, c.pod_len)) != CP_OK) return tr_oom(tr);
+    }
+    return CP_OK;
+}
+
+/* 1 if row group rg of a time-sorted file, and every one after it in the walk, is past
+ * the range or worse than the kept rows. *skip: only this one can be skipped. */
+static int rg_time_end(tr_search *s, tr_open *o, size_t rg, int *skip)
+{
+    int64_t lo, hi;
+    *skip = 0;
+    if (!stats_int(o->rows, o->pq, rg, CP_COLD_C_TIME, &lo, &hi)) return 0;
+    if (s->f->desc) {
+        if (hi < s->from || time_done(s, hi)) return 1;
+        if (lo >= s->to) *skip = 1;
+    } else {
+        if (lo >= s->to || time_done(s, lo)) return 1;
+        if (hi < s->from) *skip = 1;
+    }
+    return 0;
+}
+
 /* After a row group of a local copy did not decode (rows_read dropped the file and
  * removed the copy): the file again, downloaded afresh, with as many row groups. */
 static int reopen_damaged(tiered_reader *tr, const tr_file *t, size_t nrg, tr_open **o)
@@ -1016,9 +1150,17 @@ static int search_file(tr_search *s, const tr_file *t)
     s->files++;
     size_t nrg = cp_pq_reader_row_groups(o->pq);
     int retried = 0;
-    for (size_t rg = 0; rg < nrg && !s->over; rg++) {
+    int by_time = o->time_sorted && s->f->sort == CP_SORT_TS;
+    for (size_t k = 0; k < nrg && !s->over; k++) {
+        /* a time-ordered page walks a time-sorted file from the end it needs */
+        size_t rg = by_time && s->f->desc ? nrg - 1 - k : k;
+        if (by_time) {
+            int skip;
+            if (rg_time_end(s, o, rg, &skip)) break;
+            if (skip) continue;
+        }
         if (rg_skip(s, o, rg)) continue;
-        st = search_rg(s, o, rg);
+        st = by_time ? search_rg_time(s, o, rg) : search_rg(s, o, rg);
         if (st == CP_ECORRUPT && s->tr->cache_dir && !retried) {
             /* a damaged local copy: once more from a new one, this row group again (the
              * rows kept so far decoded, so they stay) */
@@ -1026,7 +1168,7 @@ static int search_file(tr_search *s, const tr_file *t)
             st = reopen_damaged(s->tr, t, nrg, &o);
             if (st == CP_ENOTFOUND) return CP_OK;
             if (st != CP_OK) return st;
-            rg--; /* unsigned wrap-around at 0 is defined: the loop's ++ brings it back */
+            k--; /* unsigned wrap-around at 0 is defined: the loop's ++ brings it back */
             continue;
         }
         if (st != CP_OK) return st;
@@ -1205,6 +1347,279 @@ static int tr_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn 
     return st;
 }
 
+/* ---- stats (cp_stats.h) ------------------------------------------------------------------------
+ *
+ * The hot reader counts the hot tier (its rollups and scans) and lists the cold files in
+ * the same snapshot, so a compaction finishing meanwhile is seen entirely or not at all:
+ * every call counted once. Then the cold tier: the rollup files' entries of [a, b) for the
+ * calls files they cover (same claim and namespace, a format this reader knows, the idle
+ * list of the query when it hides system calls), and the scans cp_stats_scans asks for on
+ * every calls file -- the edges and the cut classes of covered ones, everything of the
+ * others (files written before rollups existed). */
+
+typedef struct tr_stats {
+    tiered_reader *tr;
+    const cp_call_filter *f;
+    const cp_stats_plan *p;
+    cp_stats *acc;
+    cp_stats_info *info;
+    const tr_file *cur;                 /* the calls file a scan runs on */
+    cp_progress prog;
+    const char *needle;
+    size_t needle_len;
+} tr_stats;
+
+static int stats_progress(tr_stats *k, uint64_t extra)
+{
+    const cp_call_filter *f = k->f;
+    k->prog.scanned = k->info->scanned + extra;
+    if (f->progress && f->progress(f->progress_ud, &k->prog)) {
+        snprintf(k->tr->err, sizeof k->tr->err, "cancelled");
+        return CP_EABORT;
+    }
+    return CP_OK;
+}
+
+/* The entries of one rollup file in [a, b). */
+static int stats_rollup_rows(tr_stats *k, tr_open *o)
+{
+    const cp_stats_plan *p = k->p;
+    size_t nrg = cp_pq_reader_row_groups(o->pq);
+    cp_pq_column_data cd[CP_COLD_R_COUNT];
+    for (size_t rg = 0; rg < nrg; rg++) {
+        cp_pq_stats ps;
+        if (cp_pq_reader_stats(o->pq, rg, (size_t)o->rcol[CP_COLD_R_CELL], &ps) == CP_OK && ps.has_minmax &&
+            (ps.max_i < p->a || ps.min_i >= p->b))
+            continue;
+        cp_pq_reader_reset_arena(o->pq);
+        for (int c = 0; c < CP_COLD_R_COUNT; c++) {
+            if (cp_pq_reader_read(o->pq, rg, (size_t)o->rcol[c], &cd[c]) != CP_OK) {
+                snprintf(k->tr->err, sizeof k->tr->err, "rollup file %s: %s", o->key, cp_pq_reader_errmsg(o->pq));
+                cp_pq_reader_reset_arena(o->pq);
+                return CP_ECORRUPT;
+            }
+        }
+        size_t n = cd[0].nrows;
+        for (int c = 1; c < CP_COLD_R_COUNT; c++) {
+            if (cd[c].nrows != n) {
+                snprintf(k->tr->err, sizeof k->tr->err, "rollup file %s: columns of unequal length", o->key);
+                cp_pq_reader_reset_arena(o->pq);
+                return CP_ECORRUPT;
+            }
+        }
+#define RI(c) (cd[c].i ? cd[c].i[i] : 0)
+#define RB(c, field, flen)                                                                                     \
+    do {                                                                                                       \
+        cp_pq_bytes b_ = cd[c].b ? cd[c].b[i] : (cp_pq_bytes){NULL, 0};                                        \
+        e.field = b_.p ? (const char *)b_.p : "";                                                              \
+        e.flen = b_.len;                                                                                       \
+    } while (0)
+        for (size_t i = 0; i < n; i++) {
+            cp_rollup_entry e;
+            e.cell_ms = RI(CP_COLD_R_CELL);
+            if (e.cell_ms < p->a || e.cell_ms >= p->b) continue;
+            RB(CP_COLD_R_NAMESPACE, ns, ns_len);
+            RB(CP_COLD_R_SERVICE, service, service_len);
+            RB(CP_COLD_R_POD, pod, pod_len);
+            e.cls = (int32_t)RI(CP_COLD_R_CLASS);
+            e.flags = (int32_t)RI(CP_COLD_R_FLAGS);
+            e.idle_fp = o->idle_fp;
+            e.n = RI(CP_COLD_R_COUNT_CALLS);
+            e.sum_duration = RI(CP_COLD_R_SUM_DURATION);
+            e.sum_suspend = RI(CP_COLD_R_SUM_SUSPEND);
+            e.sum_queue = RI(CP_COLD_R_SUM_QUEUE);
+            e.sum_transactions = RI(CP_COLD_R_SUM_TRANSACTIONS);
+            e.max.ts_ms = RI(CP_COLD_R_MAX_TIME);
+            e.max.duration_ms = (int32_t)RI(CP_COLD_R_MAX_DURATION);
+            e.max.calls = (int32_t)RI(CP_COLD_R_MAX_CALLS);
+            e.max.restart_ms = RI(CP_COLD_R_MAX_RESTART);
+            e.max.trace_file_index = (int32_t)RI(CP_COLD_R_MAX_TFI);
+            e.max.buffer_offset = (int32_t)RI(CP_COLD_R_MAX_BO);
+            e.max.record_index = (int32_t)RI(CP_COLD_R_MAX_RI);
+            if (cp_stats_entry_matches(k->f, p, &e) != 1) continue;
+            cp_stats_add_entry(k->acc, &e, cp_pod_hash(e.ns, e.ns_len, e.pod, e.pod_len));
+            k->info->rollup_entries++;
+        }
+#undef RI
+#undef RB
+    }
+    cp_pq_reader_reset_arena(o->pq);
+    return CP_OK;
+}
+
+static int same_opt(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* Reads the usable rollup files and marks the calls files they cover. */
+static int stats_rollups(tr_stats *k, tr_files *rl, tr_files *calls)
+{
+    const cp_rollup_sel *sel = k->f->sel;
+    for (size_t i = 0; i < rl->n; i++) {
+        tr_file *t = &rl->v[i];
+        tr_open *o;
+        int st = file_open(k->tr, t->key, &o);
+        if (st == CP_ENOTFOUND) continue; /* deleted since it was listed: its calls files too */
+        if (st != CP_OK) return st;
+        if (!o->is_rollup || !o->rollup_ok || !t->claim || !t->ns) continue;
+        if (sel && sel->hide_system && o->idle_fp != sel->idle_fp) continue;
+        st = stats_rollup_rows(k, o);
+        if (st != CP_OK) return st;
+        k->info->rollup_files++;
+        for (size_t j = 0; j < calls->n; j++)
+            if (same_opt(calls->v[j].claim, t->claim) && same_opt(calls->v[j].ns, t->ns)) calls->v[j].covered = 1;
+    }
+    return CP_OK;
+}
+
+/* The columns a stats scan reads. */
+static uint32_t stats_columns(const cp_call_filter *f)
+{
+    uint32_t c = CP_COLD_COL(CP_COLD_C_TIME) | CP_COLD_COL(CP_COLD_C_DURATION) | CP_COLD_COL(CP_COLD_C_CALLS) |
+                 CP_COLD_COL(CP_COLD_C_SUSPEND) | CP_COLD_COL(CP_COLD_C_QUEUE) |
+                 CP_COLD_COL(CP_COLD_C_TRANSACTIONS) | CP_COLD_COL(CP_COLD_C_RESTART) |
+                 CP_COLD_COL(CP_COLD_C_TRACE_INDEX) | CP_COLD_COL(CP_COLD_C_NAMESPACE) | CP_COLD_COL(CP_COLD_C_POD);
+    if (f->service) c |= CP_COLD_COL(CP_COLD_C_SERVICE);
+    if (f->errors_only || f->match) c |= CP_COLD_COL(CP_COLD_C_PARAMS);
+    if (f->method_substr || f->match) c |= CP_COLD_COL(CP_COLD_C_METHOD);
+    return c;
+}
+
+static int stats_row_ok(tr_stats *k, const cp_call_filter *f, const cp_call *c)
+{
+    if (c->ts_ms < f->from_ms || c->ts_ms >= f->to_ms) return 0;
+    if (f->min_duration_ms > 0 && c->duration_ms < f->min_duration_ms) return 0;
+    if (f->max_duration_ms < INT64_MAX && c->duration_ms > f->max_duration_ms) return 0;
+    if (f->ns && !str_eq(c->ns, c->ns_len, f->ns, strlen(f->ns))) return 0;
+    if (f->service && !str_eq(c->service, c->service_len, f->service, strlen(f->service))) return 0;
+    if (f->pod && !str_eq(c->pod, c->pod_len, f->pod, strlen(f->pod))) return 0;
+    if (f->errors_only && !c->error) return 0;
+    if (k->needle && !cp_ci_contains(c->method, c->method_len, k->needle, k->needle_len)) return 0;
+    if (f->match) {
+        cp_call_view v = {c->method, c->method_len, c->pod, c->pod_len, c->params_json, c->params_json_len};
+        if (!f->match(f->match_ud, &v)) return 0;
+    }
+    return 1;
+}
+
+/* One scan of the current calls file: the calls of sub counted into acc. 1 when the
+ * scan budget ran out. */
+static int stats_scan(void *ud, const cp_call_filter *sub)
+{
+    tr_stats *k = ud;
+    tiered_reader *tr = k->tr;
+    const tr_file *t = k->cur;
+    if (sub->from_ms >= sub->to_ms || sub->min_duration_ms > sub->max_duration_ms) return 0;
+    if (file_misses_time(t, sub->from_ms, sub->to_ms)) return 0;
+    if (!cp_rd_cold_range_overlaps(t->duration_range, sub->min_duration_ms, sub->max_duration_ms)) return 0;
+    tr_open *o;
+    int st = file_open(tr, t->key, &o);
+    if (st == CP_ENOTFOUND) return 0;
+    if (st != CP_OK) return st;
+    if (o->is_rollup) return 0;
+    k->info->cold_files++;
+    uint32_t cols = stats_columns(sub);
+    int json = sub->match != NULL;
+    size_t nrg = cp_pq_reader_row_groups(o->pq);
+    for (size_t rg = 0; rg < nrg; rg++) {
+        int64_t lo, hi;
+        if (stats_int(o->rows, o->pq, rg, CP_COLD_C_TIME, &lo, &hi) && (hi < sub->from_ms || lo >= sub->to_ms)) continue;
+        if (stats_int(o->rows, o->pq, rg, CP_COLD_C_DURATION, &lo, &hi) &&
+            ((sub->min_duration_ms > 0 && hi < sub->min_duration_ms) ||
+             (sub->max_duration_ms < INT64_MAX && lo > sub->max_duration_ms)))
+            continue;
+        if (sub->ns && stats_exclude_text(o->rows, o->pq, rg, CP_COLD_C_NAMESPACE, sub->ns, strlen(sub->ns))) continue;
+        if (sub->service &&
+            stats_exclude_text(o->rows, o->pq, rg, CP_COLD_C_SERVICE, sub->service, strlen(sub->service)))
+            continue;
+        if (sub->pod && stats_exclude_text(o->rows, o->pq, rg, CP_COLD_C_POD, sub->pod, strlen(sub->pod))) continue;
+        size_t i0 = 0, n = 0;
+        if (o->time_sorted) { /* the rows of the range, by binary search on the time */
+            if ((st = rows_read(tr, o, rg, CP_COLD_COL(CP_COLD_C_TIME))) != CP_OK) return st;
+            n = cp_cold_rows_count(o->rows);
+            const int64_t *ts = cp_cold_rows_ints(o->rows, CP_COLD_C_TIME);
+            if (!ts) continue;
+            i0 = lower_bound64(ts, n, sub->from_ms);
+            n = lower_bound64(ts, n, sub->to_ms);
+            if (i0 >= n) continue;
+        }
+        if ((st = rows_read(tr, o, rg, cols)) != CP_OK) return st;
+        if (!o->time_sorted) n = cp_cold_rows_count(o->rows);
+        uint64_t examined = 0;
+        for (size_t i = i0; i < n; i++) {
+            if (sub->max_scan && k->info->scanned + examined >= sub->max_scan) {
+                k->info->scanned += examined;
+                k->info->partial = 1;
+                return 1;
+            }
+            cp_call c;
+            if ((st = rows_call(tr, o, i, json, &c)) != CP_OK) return st;
+            examined++;
+            if (!stats_row_ok(k, sub, &c)) continue;
+            cp_stats_add_call(k->acc, &c);
+            k->info->scanned_calls++;
+        }
+        k->info->scanned += examined;
+        if ((st = stats_progress(k, 0)) != CP_OK) return st;
+    }
+    return 0;
+}
+
+static int tr_stats_run(cp_reader *base, const cp_call_filter *f, const cp_stats_plan *p, cp_stats *acc,
+                        cp_stats_info *info)
+{
+    tiered_reader *tr = (tiered_reader *)base;
+    tr_stats k;
+    memset(&k, 0, sizeof k);
+    k.tr = tr;
+    k.f = f;
+    k.p = p;
+    k.acc = acc;
+    k.info = info;
+    if (f->method_substr) {
+        size_t n = strlen(f->method_substr);
+        if (cp_rd_fold_into(&tr->needle, f->method_substr, n) != CP_OK) return tr_oom(tr);
+        k.needle = (const char *)tr->needle.data;
+        k.needle_len = n;
+    }
+    /* 1. the hot tier and the cold listing, in one snapshot */
+    tr_files calls, rollups;
+    memset(&calls, 0, sizeof calls);
+    memset(&rollups, 0, sizeof rollups);
+    rollups.type = "rollup";
+    cp_reader *hot = tr->hot;
+    int snap = hot->ops->snapshot != NULL;
+    int st = snap ? hot->ops->snapshot(hot, 1) : CP_OK;
+    if (st != CP_OK) return tr_hot_fail(tr, st);
+    if (hot->ops->stats) st = hot->ops->stats(hot, f, p, acc, info);
+    else st = CP_EINVAL, snprintf(tr->err, sizeof tr->err, "the hot reader has no stats");
+    if (st < 0 && hot->ops->stats) tr_hot_fail(tr, st);
+    cp_cold_query q;
+    memset(&q, 0, sizeof q);
+    q.from_ms = f->from_ms;
+    q.to_ms = f->to_ms;
+    q.ns = f->ns;
+    q.min_duration_ms = f->min_duration_ms;
+    q.max_duration_ms = f->max_duration_ms;
+    if (st == CP_OK) st = list_files(tr, &q, &calls);
+    q.file_type = "rollup";
+    if (st == CP_OK && p->rollups) st = list_files(tr, &q, &rollups);
+    if (snap) hot->ops->snapshot(hot, 0);
+    if (st == CP_OK && (calls.truncated || rollups.truncated)) info->partial = 1;
+    /* 2. the cold tier */
+    k.prog.files_total = calls.n + rollups.n;
+    if (st == CP_OK && p->rollups) st = stats_rollups(&k, &rollups, &calls);
+    k.prog.files_done = rollups.n;
+    for (size_t i = 0; st == CP_OK && i < calls.n && !info->partial; i++) {
+        k.cur = &calls.v[i];
+        int r = cp_stats_scans(f, p, calls.v[i].covered, stats_scan, &k);
+        if (r < 0) st = r;
+        k.prog.files_done++;
+        if (st == CP_OK) st = stats_progress(&k, 0);
+    }
+    files_free(&calls);
+    files_free(&rollups);
+    return st;
+}
+
 /* ---- get -------------------------------------------------------------------------------------- */
 
 typedef struct tr_get {
@@ -1363,6 +1778,7 @@ static const cp_reader_ops tiered_ops = {
     .words = tr_words,
     .cold_files = tr_cold_files,
     .bounds = tr_bounds,
+    .stats = tr_stats_run,
     .errmsg = tr_errmsg,
     .close = tr_close,
 };

@@ -542,9 +542,31 @@ static void test_fake_stats(void **state)
         assert_true(strlen(jstr(p, "id")) > 0);
     }
     json_decref(doc);
+    /* columns are whole 10-second rollup cells: one call a second gives 3 columns of 10,
+     * each showing its 5 slowest */
     doc = http_get_json(e.port, "/api/v1/calls/stats?" FAKE_WINDOW, 200);
-    assert_int_equal(json_array_size(json_object_get(doc, "points")), FAKE_N);
-    assert_false(jbool(doc, "sampled"));
+    assert_int_equal(jint(doc, "column_ms"), 10000);
+    pts = json_object_get(doc, "points");
+    assert_int_equal(json_array_size(pts), 15);
+    assert_true(jbool(doc, "sampled"));
+    for (int col = 0; col < 3; col++) {
+        int64_t d[10];
+        for (int k = 0; k < 10; k++) d[k] = ((col * 10 + k) * 37) % 500;
+        for (int a = 0; a < 10; a++) /* the column's durations, slowest first */
+            for (int b = a + 1; b < 10; b++)
+                if (d[b] > d[a]) {
+                    int64_t t = d[a];
+                    d[a] = d[b];
+                    d[b] = t;
+                }
+        size_t in_col = 0;
+        json_array_foreach(pts, i, p) {
+            if ((jint(p, "ts_ms") - FAKE_BASE_MS) / 10000 != col) continue;
+            assert_true(jint(p, "duration_ms") >= d[4]);
+            in_col++;
+        }
+        assert_int_equal(in_col, 5);
+    }
     json_decref(doc);
     fake_stop(&e);
 }
@@ -1439,9 +1461,18 @@ static void test_tight_limits(void **state)
     assert_true(jbool(doc, "partial"));
     assert_true(jint(doc, "scanned") <= 5);
     json_decref(doc);
-    doc = http_get_json(p, "/api/v1/calls/stats?" WINDOW, 200);
+    /* stats: a search text needs the calls, so the budget cuts it short... */
+    doc = http_get_json(p, "/api/v1/calls/stats?" WINDOW "&q=zzzzzz-nothing", 200);
     assert_true(jbool(doc, "partial"));
-    assert_true(jint(doc, "total") <= 3);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(doc, "partial_reasons"), 0)), "scan_budget");
+    assert_true(jint(doc, "scanned") <= 3);
+    json_decref(doc);
+    /* ...while the rollups answer the window (aligned to their cells) without reading a call */
+    doc = http_get_json(p, "/api/v1/calls/stats?" WINDOW, 200);
+    assert_false(jbool(doc, "partial"));
+    assert_string_equal(jstr(doc, "source"), "rollup");
+    assert_int_equal(jint(doc, "scanned"), 0);
+    assert_int_equal(jint(doc, "total"), json_array_size(env.all));
     json_decref(doc);
     /* trees: two ids over max_tree_calls = 1; a real tree over 2 nodes */
     json_t *big = call_with_max("calls", 1);

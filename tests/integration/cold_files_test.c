@@ -387,13 +387,13 @@ static void test_cold_files(void **state)
                 for (size_t d = 0; d < CP_ARRAY_LEN(nt); d++) {
                     /* all terms on the widest queries; a few elsewhere */
                     if ((a || b || c) && d % 5 != (a + b + c) % 5) continue;
-                    cp_cold_query q = {ranges[a][0], ranges[a][1], nss[b], durs[c][0], durs[c][1], t[d], nt[d]};
+                    cp_cold_query q = {ranges[a][0], ranges[a][1], nss[b], durs[c][0], durs[c][1], t[d], nt[d], NULL};
                     check_query(&fx, &q);
                     queries++;
                 }
     assert_true(queries > 500);
     /* an empty or inverted range */
-    cp_cold_query q = {H0, H0, NULL, 0, INT64_MAX, NULL, 0};
+    cp_cold_query q = {H0, H0, NULL, 0, INT64_MAX, NULL, 0, NULL};
     check_query(&fx, &q);
     q.from_ms = H0 + HOUR;
     check_query(&fx, &q);
@@ -444,7 +444,7 @@ static void test_cold_file_fields(void **state)
     fixture_open(&fx);
     put_files(&fx);
     one_file o = {0};
-    cp_cold_query q = {0, INT64_MAX, NULL, 0, INT64_MAX, NULL, 0};
+    cp_cold_query q = {0, INT64_MAX, NULL, 0, INT64_MAX, NULL, 0, NULL};
     assert_int_equal(cp_reader_cold_files(fx.rd, &q, on_f01, &o, NULL), CP_OK);
     assert_int_equal(o.seen, 1);
     /* the callback's non-zero result stops the listing and comes back */

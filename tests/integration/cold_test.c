@@ -343,7 +343,7 @@ static void list_cold_range(const env *e, int64_t from, int64_t to, cold_list *l
     cp_reader *r = NULL;
     char err[512];
     if (cp_reader_open(e->catalog, &r, err, sizeof err) != CP_OK) fail_msg("reader: %s", err);
-    cp_cold_query q = {from, to, NULL, 0, INT64_MAX, p, np};
+    cp_cold_query q = {from, to, NULL, 0, INT64_MAX, p, np, NULL};
     size_t sk = 0;
     assert_int_equal(cp_reader_cold_files(r, &q, on_cold, l, &sk), CP_OK);
     if (skipped) *skipped = sk;
@@ -375,24 +375,41 @@ static int on_item(void *ud, const cp_ostore_item *it)
     return 0;
 }
 
-/* The store holds exactly the completed files of the catalog: nothing orphaned, nothing
- * missing. Returns the number of rows in the files. */
+/* The rollup files of a range (one per claim and namespace, beside its calls files). */
+static void list_rollups_range(const env *e, int64_t from, int64_t to, cold_list *l)
+{
+    memset(l, 0, sizeof *l);
+    cp_reader *r = NULL;
+    char err[512];
+    if (cp_reader_open(e->catalog, &r, err, sizeof err) != CP_OK) fail_msg("reader: %s", err);
+    cp_cold_query q = {from, to, NULL, 0, INT64_MAX, NULL, 0, "rollup"};
+    assert_int_equal(cp_reader_cold_files(r, &q, on_cold, l, NULL), CP_OK);
+    cp_reader_close(r);
+}
+
+/* The store holds exactly the completed files of the catalog (calls and rollups):
+ * nothing orphaned, nothing missing; every calls file has its claim's rollup file.
+ * Returns the number of rows in the calls files. */
 static int64_t check_store_matches_catalog_range(const env *e, int64_t from, int64_t to)
 {
-    cold_list cl;
+    cold_list cl, rl;
     list_cold_range(e, from, to, &cl, NULL, NULL, 0);
+    list_rollups_range(e, from, to, &rl);
     cp_ostore *s = open_store(e);
     key_list kl = {0};
     char err[512];
     assert_int_equal(s->ops->list(s, "", on_item, &kl, err, sizeof err), CP_OK);
     cp_ostore_close(s);
-    if (kl.n != cl.n) fail_msg("the store has %zu objects, the catalog %zu completed files", kl.n, cl.n);
+    if (kl.n != cl.n + rl.n)
+        fail_msg("the store has %zu objects, the catalog %zu completed calls and %zu rollup files", kl.n, cl.n, rl.n);
+    if (cl.n && !rl.n) fail_msg("%zu calls files without a rollup file", cl.n);
     int64_t rows = 0;
-    for (size_t i = 0; i < cl.n; i++) {
+    for (size_t i = 0; i < cl.n + rl.n; i++) {
+        const char *key = i < cl.n ? cl.keys[i] : rl.keys[i - cl.n];
         size_t k = 0;
-        while (k < kl.n && strcmp(kl.keys[k], cl.keys[i])) k++;
-        if (k == kl.n) fail_msg("catalog file %s is not in the store", cl.keys[i]);
-        rows += cl.rows[i];
+        while (k < kl.n && strcmp(kl.keys[k], key)) k++;
+        if (k == kl.n) fail_msg("catalog file %s is not in the store", key);
+        if (i < cl.n) rows += cl.rows[i];
     }
     return rows;
 }
@@ -671,7 +688,8 @@ static void test_compaction_keeps_answers(void **state)
     assert_int_equal(cli_run(&out, NULL, argv), 0);
     cp_buf_putc(&out, 0);
     printf("%s", (const char *)out.data);
-    assert_non_null(strstr((const char *)out.data, "retention: 6 files marked, 6 deleted"));
+    /* six calls files and their claim's rollup file */
+    assert_non_null(strstr((const char *)out.data, "retention: 7 files marked, 7 deleted"));
     assert_int_equal(check_store_matches_catalog(&e), 0);
     snprintf(path, sizeof path, "/api/v1/calls?from=%lld&to=%lld&limit=1000", FROM_MS, TO_MS);
     j = get_json(&e, path);

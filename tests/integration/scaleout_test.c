@@ -142,7 +142,8 @@ static void test_two_nodes_share_pg_and_s3(void **state)
              " AND end_time <= %lld",
              until);
     long long open_windows = pg_ll(pg, sql);
-    long long cold_rows = pg_ll(pg, "SELECT sum(rows_count) FROM s3_files WHERE status = 'completed'");
+    long long cold_rows =
+        pg_ll(pg, "SELECT sum(rows_count) FROM s3_files WHERE status = 'completed' AND file_type = 'calls'");
     long long claimers = pg_ll(pg, "SELECT count(DISTINCT claimed_by) FROM inventory WHERE status = 'persisted'");
     long long dup_claims =
         pg_ll(pg, "SELECT count(*) FROM (SELECT claim FROM s3_files GROUP BY claim, namespace, duration_range"

@@ -1042,7 +1042,7 @@ static int on_file(void *ud, const cp_cold_file *cf)
 static void test_listing(void **state)
 {
     fixture *fx = *state;
-    cp_cold_query q = {0, INT64_MAX, NULL, 0, INT64_MAX, NULL, 0};
+    cp_cold_query q = {0, INT64_MAX, NULL, 0, INT64_MAX, NULL, 0, NULL};
     filelist l = {0};
     size_t skipped = 99;
     assert_int_equal(cp_reader_cold_files(fx->rd, &q, on_file, &l, &skipped), CP_OK);
@@ -1056,7 +1056,7 @@ static void test_params_pruning(void **state)
     fixture *fx = *state;
     cp_cold_param terms[] = {{"tenant", "T-R3", 6, 4}};
     /* the listing itself (passed through): only files of range 3 are left */
-    cp_cold_query q = {0, INT64_MAX, NULL, 0, INT64_MAX, terms, 1};
+    cp_cold_query q = {0, INT64_MAX, NULL, 0, INT64_MAX, terms, 1, NULL};
     filelist l = {0};
     size_t skipped = 0;
     assert_int_equal(cp_reader_cold_files(fx->rd, &q, on_file, &l, &skipped), CP_OK);
