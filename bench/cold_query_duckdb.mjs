@@ -20,8 +20,8 @@
 //                 starting with '_', or a value of such a param
 //   column_ms     kind stats_chart: width of a chart column
 // Every question reads the files with read_parquet([...]) each time (no table is loaded).
-// Row questions project time, duration, namespace, pod_name, restart_time, trace_index (never
-// the trace blob); the SQL of each kind is in questionSql below.
+// Row questions project every column of the API's Call object (never the trace blob), as
+// our reader hands over whole calls; the SQL of each kind is in questionSql below.
 //
 // Timing (wall clock, process.hrtime.bigint, the SQL run plus reading its result into JS):
 //   first   the first execution on a fresh in-memory DuckDB instance made for that question
@@ -128,7 +128,12 @@ function questionSql(q, files, timeType) {
   const conds = [`time >= ${timeLiteral(q.from, timeType)}`, `time < ${timeLiteral(q.to, timeType)}`]
   if (q.minDuration !== null) conds.push(`duration >= ${q.minDuration}`)
   if (q.maxDuration !== null) conds.push(`duration <= ${q.maxDuration}`)
-  const rowCols = 'epoch_ms(time) AS time_ms, duration, namespace, pod_name, epoch_ms(restart_time) AS restart_ms, trace_index'
+  // every column the API's Call object shows (all but the trace blob): the rows our reader
+  // hands over are whole calls, so DuckDB materialises the same
+  const rowCols = 'epoch_ms(time) AS time_ms, duration, namespace, pod_name, epoch_ms(restart_time) AS restart_ms,' +
+    ' trace_index, cpu_time, wait_time, memory_used, non_blocking, queue_wait_duration, suspend_duration, calls,' +
+    ' transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written, service_name,' +
+    ' method, params, thread, method_id, trace_reason'
   const rowsOrderedByTime = extra =>
     `SELECT ${rowCols} FROM ${src} WHERE ${[...conds, `(${extra})`].join(' AND ')} ORDER BY time DESC LIMIT ${q.limit}`
   switch (q.kind) {

@@ -10,9 +10,9 @@
 
 /* Parameters of the filtered endpoints. */
 static const char *const calls_params[] = {"from", "to", "namespace", "service", "pod", "pods", "hide_system", "duration",
-                                           "method", "q", "error", "sort", "limit", "cursor", NULL};
+                                           "method", "q", "error", "sort", "limit", "cursor", "stream", NULL};
 static const char *const stats_params[] = {"from", "to", "namespace", "service", "pod", "pods", "hide_system", "duration",
-                                           "method", "q", "error", "columns", NULL};
+                                           "method", "q", "error", "columns", "stream", NULL};
 
 /* ---- the Call object ------------------------------------------------------------------ */
 
@@ -115,34 +115,41 @@ static int page_tail(const page_ctx *p, const cp_search_stats *st, cp_buf *out)
     return bad ? CP_ENOMEM : CP_OK;
 }
 
-void http_api_calls(cp_http *h, const http_args *a, http_out *o)
+void http_calls_answer(cp_http *h, const http_query *q, const cp_call_filter *f, http_out *o)
 {
-    http_query q;
-    memset(&q, 0, sizeof q);
-    if (http_check_args(a, calls_params, o) || http_query_parse(h, a, HTTP_Q_PAGING | HTTP_Q_SORT, &q, o)) {
-        http_query_free(&q);
-        return;
-    }
-    cp_call_filter f;
-    http_query_filter(h, &q, &f);
     page_ctx p;
     memset(&p, 0, sizeof p);
-    p.q = &q;
+    p.q = q;
     p.out = &o->body;
     cp_search_stats st;
     memset(&st, 0, sizeof st);
     cp_reader *r;
-    if (http_reader_take(h, o, &r)) {
+    if (http_reader_take(h, o, &r)) return;
+    int rc = CP_OK;
+    if (cp_buf_puts(&o->body, "{\"calls\":[") != CP_OK) p.oom = 1;
+    if (!p.oom) rc = cp_reader_search(r, f, page_row, &p, &st);
+    int failed = rc < 0 && !p.oom && !p.full;
+    if (failed) http_reader_error(o, rc, "search", cp_reader_errmsg(r));
+    http_pool_release(h, r, failed && rc != CP_EABORT);
+    if (!failed && (p.oom || page_tail(&p, &st, &o->body) != CP_OK)) http_oom(o);
+}
+
+void http_api_calls(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o)
+{
+    http_query q;
+    memset(&q, 0, sizeof q);
+    if (http_check_args(a, calls_params, o) ||
+        http_query_parse(h, a, HTTP_Q_PAGING | HTTP_Q_SORT | HTTP_Q_STREAM, &q, o)) {
         http_query_free(&q);
         return;
     }
-    int rc = CP_OK;
-    if (cp_buf_puts(&o->body, "{\"calls\":[") != CP_OK) p.oom = 1;
-    if (!p.oom) rc = cp_reader_search(r, &f, page_row, &p, &st);
-    int failed = rc < 0 && !p.oom && !p.full;
-    if (failed) http_reader_error(o, rc, "search", cp_reader_errmsg(r));
-    http_pool_release(h, r, failed);
-    if (!failed && (p.oom || page_tail(&p, &st, &o->body) != CP_OK)) http_oom(o);
+    if (q.stream) {
+        http_stream_start(h, conn, HTTP_STREAM_CALLS, &q, o);
+        return;
+    }
+    cp_call_filter f;
+    http_query_filter(h, &q, &f);
+    http_calls_answer(h, &q, &f, o);
     http_query_free(&q);
 }
 
@@ -214,25 +221,33 @@ int http_stats_json(const cp_stats *s, const cp_stats_info *info, cp_buf *out)
     return bad ? CP_ENOMEM : CP_OK;
 }
 
-void http_api_stats(cp_http *h, const http_args *a, http_out *o)
+void http_stats_answer(cp_http *h, const http_query *q, const cp_call_filter *f, http_out *o)
+{
+    cp_reader *r = NULL;
+    if (http_reader_take(h, o, &r)) return;
+    cp_stats s;
+    cp_stats_info info;
+    int rc = cp_stats_run(r, f, q->columns, &s, &info);
+    if (rc < 0) http_reader_error(o, rc, "stats", cp_reader_errmsg(r));
+    http_pool_release(h, r, rc < 0 && rc != CP_EINVAL && rc != CP_EABORT);
+    if (rc >= 0 && http_stats_json(&s, &info, &o->body) != CP_OK) http_oom(o);
+    cp_stats_free(&s);
+}
+
+void http_api_stats(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o)
 {
     http_query q;
     memset(&q, 0, sizeof q);
-    if (http_check_args(a, stats_params, o) || http_query_parse(h, a, HTTP_Q_COLUMNS, &q, o)) {
+    if (http_check_args(a, stats_params, o) || http_query_parse(h, a, HTTP_Q_COLUMNS | HTTP_Q_STREAM, &q, o)) {
         http_query_free(&q);
+        return;
+    }
+    if (q.stream) {
+        http_stream_start(h, conn, HTTP_STREAM_STATS, &q, o);
         return;
     }
     cp_call_filter f;
     http_query_filter(h, &q, &f);
-    cp_reader *r = NULL;
-    if (http_reader_take(h, o, &r) == 0) {
-        cp_stats s;
-        cp_stats_info info;
-        int rc = cp_stats_run(r, &f, q.columns, &s, &info);
-        if (rc < 0) http_reader_error(o, rc, "stats", cp_reader_errmsg(r));
-        http_pool_release(h, r, rc < 0 && rc != CP_EINVAL);
-        if (rc >= 0 && http_stats_json(&s, &info, &o->body) != CP_OK) http_oom(o);
-        cp_stats_free(&s);
-    }
+    http_stats_answer(h, &q, &f, o);
     http_query_free(&q);
 }

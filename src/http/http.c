@@ -172,9 +172,8 @@ static void *jobs_main(void *arg)
     return NULL;
 }
 
-static int jobs_start(cp_http *h, unsigned n)
+static int jobs_start(http_jobs *j, unsigned n)
 {
-    http_jobs *j = &h->jobs;
     memset(j, 0, sizeof *j);
     j->threads = calloc(n, sizeof *j->threads);
     if (!j->threads) return CP_ENOMEM;
@@ -196,9 +195,8 @@ static int jobs_start(cp_http *h, unsigned n)
 }
 
 /* Runs the queued jobs to the end and joins the threads; submitting fails from now on. */
-static void jobs_stop(cp_http *h)
+static void jobs_stop(http_jobs *j)
 {
-    http_jobs *j = &h->jobs;
     pthread_mutex_lock(&j->mu);
     j->stop = 1;
     pthread_cond_broadcast(&j->cv);
@@ -207,18 +205,16 @@ static void jobs_stop(cp_http *h)
 }
 
 /* After MHD stopped: nobody can submit any more. */
-static void jobs_free(cp_http *h)
+static void jobs_free(http_jobs *j)
 {
-    http_jobs *j = &h->jobs;
     free(j->threads);
     j->threads = NULL;
     pthread_cond_destroy(&j->cv);
     pthread_mutex_destroy(&j->mu);
 }
 
-int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg)
+static int jobs_submit(http_jobs *j, void (*fn)(void *arg), void *arg)
 {
-    http_jobs *j = &h->jobs;
     http_job *job = calloc(1, sizeof *job);
     if (!job) return CP_ENOMEM;
     job->fn = fn;
@@ -235,6 +231,16 @@ int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg)
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
     return CP_OK;
+}
+
+int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg) { return jobs_submit(&h->jobs, fn, arg); }
+
+int http_queries_submit(cp_http *h, void (*fn)(void *arg), void *arg) { return jobs_submit(&h->queries, fn, arg); }
+
+void http_streams_stop(cp_http *h)
+{
+    h->stopping = 1; /* each running query sees it at its next progress report */
+    jobs_stop(&h->queries);
 }
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -529,12 +535,12 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (!strcmp(p[0], "time")) http_api_time(h, a, o);
         else if (!strcmp(p[0], "config")) http_api_config(h, a, o);
         else if (!strcmp(p[0], "services")) http_api_services(h, a, o);
-        else if (!strcmp(p[0], "calls")) http_api_calls(h, a, o);
+        else if (!strcmp(p[0], "calls")) http_api_calls(h, conn, a, o);
         else if (!strcmp(p[0], "calls.csv")) http_api_csv(h, a, o);
         else if (m == M_POST) http_api_tree_post(h, a, &rq->body, rq->body_too_large, o);
         else http_api_tree_get(h, a, o);
     } else if (n == 2) {
-        if (!strcmp(p[1], "stats")) http_api_stats(h, a, o);
+        if (!strcmp(p[1], "stats")) http_api_stats(h, conn, a, o);
         else http_api_call(h, a, p[1], o);
     } else if (!strcmp(p[2], "tree")) {
         http_api_call_tree(h, a, p[1], o);
@@ -756,12 +762,22 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
      * arrive together with the client's FIN is sometimes never noticed as ended, and the
      * connection sits until its timeout. poll is level-triggered; a thread serves at most
      * a few hundred connections, where poll costs nothing. */
-    if (jobs_start(h, cfg->dump_workers ? cfg->dump_workers : 2) != CP_OK) {
+    if (jobs_start(&h->jobs, cfg->dump_workers ? cfg->dump_workers : 2) != CP_OK) {
         snprintf(err, errlen, "http: cannot start the upload workers");
         pool_free(&h->pool);
         free(h);
         return CP_ENOMEM;
     }
+    /* streamed queries: fewer workers than readers, so plain requests always find one */
+    if (jobs_start(&h->queries, cfg->threads > 2 ? cfg->threads / 2 : 1) != CP_OK) {
+        snprintf(err, errlen, "http: cannot start the query workers");
+        jobs_stop(&h->jobs);
+        jobs_free(&h->jobs);
+        pool_free(&h->pool);
+        free(h);
+        return CP_ENOMEM;
+    }
+    pthread_mutex_init(&h->streams_mu, NULL);
     unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
                      (ipv6 ? MHD_USE_IPv6 : 0);
     h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, h,
@@ -778,8 +794,11 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
     if (!h->daemon) {
         snprintf(err, errlen, "http: cannot listen on %s:%d: %s", cfg->host ? cfg->host : "0.0.0.0", cfg->port,
                  strerror(errno));
-        jobs_stop(h);
-        jobs_free(h);
+        jobs_stop(&h->jobs);
+        jobs_free(&h->jobs);
+        jobs_stop(&h->queries);
+        jobs_free(&h->queries);
+        pthread_mutex_destroy(&h->streams_mu);
         pool_free(&h->pool);
         free(h);
         return CP_EIO;
@@ -800,9 +819,13 @@ void cp_http_stop(cp_http *h)
     /* Workers first: each finishes its upload and resumes its connection, so MHD has no
      * suspended connection left when it stops. A request arriving meanwhile cannot submit
      * and answers 503. */
-    jobs_stop(h);
+    jobs_stop(&h->jobs);
+    /* streamed queries: cancelled, their connections resumed, before MHD stops */
+    http_streams_stop(h);
     MHD_stop_daemon(h->daemon); /* joins the threads; pending responses are freed */
-    jobs_free(h);
+    jobs_free(&h->jobs);
+    jobs_free(&h->queries);
+    pthread_mutex_destroy(&h->streams_mu);
     pool_free(&h->pool);
     free(h);
 }

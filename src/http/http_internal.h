@@ -71,11 +71,17 @@ struct cp_http {
     struct MHD_Daemon *daemon;
     int port;
     http_pool pool;
-    http_jobs jobs;
+    http_jobs jobs;               /* upload workers */
+    http_jobs queries;            /* streamed queries (stream.c) */
+    pthread_mutex_t streams_mu;
+    size_t streams;               /* streamed queries queued or running */
+    volatile int stopping;        /* the server is stopping: streamed queries cancel */
 };
 
-/* Runs fn(arg) on a worker thread. CP_OK, or CP_EIO when the workers are stopping. */
+/* Runs fn(arg) on an upload worker thread. CP_OK, or CP_EIO when the workers are stopping. */
 int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg);
+/* Runs fn(arg) on a query worker thread (stream.c). */
+int http_queries_submit(cp_http *h, void (*fn)(void *arg), void *arg);
 
 /* Logs through cfg->log (no-op without one). */
 void http_log(const cp_http *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -165,6 +171,7 @@ enum {
     HTTP_Q_PAGING = 1,   /* limit and cursor */
     HTTP_Q_SORT = 2,     /* sort */
     HTTP_Q_COLUMNS = 4,  /* columns (stats) */
+    HTTP_Q_STREAM = 8,   /* stream (progress as NDJSON) */
 };
 
 /* One name of a list parameter (pods), pointing into the query's copy of the value. */
@@ -200,6 +207,7 @@ typedef struct http_query {
     cp_cursor cursor;
     uint64_t hash;                      /* of every filter and the sort */
     unsigned columns;                   /* stats */
+    int stream;                         /* stream=1: NDJSON progress, then the answer (stream.c) */
     /* $name=value terms every match satisfies (they point into search): the tiered
      * reader skips cold files by the inverted index with them */
     cp_cold_param params[8];
@@ -224,15 +232,30 @@ int http_call_json(cp_buf *out, const cp_call *c);
 /* Appends the /calls/stats answer. CP_OK or CP_ENOMEM. */
 int http_stats_json(const cp_stats *s, const cp_stats_info *info, cp_buf *out);
 
+/* The answers of /calls and /calls/stats for a parsed query and its filter (which may
+ * carry a progress callback): the body, or an error, in o. */
+void http_calls_answer(cp_http *h, const http_query *q, const cp_call_filter *f, http_out *o);
+void http_stats_answer(cp_http *h, const http_query *q, const cp_call_filter *f, http_out *o);
+
+/* ---- streamed queries (stream.c) ------------------------------------------------------- */
+
+enum { HTTP_STREAM_CALLS = 1, HTTP_STREAM_STATS = 2 };
+/* Answers a query with stream=1: takes q over (freed by the stream), runs it on a query
+ * worker and sets o->stream to the NDJSON response (docs/API.md "Streamed answers"). On
+ * failure to start, o holds an error and q is freed. */
+void http_stream_start(cp_http *h, struct MHD_Connection *conn, int kind, http_query *q, http_out *o);
+/* Cancels every streamed query (server stopping) and waits for the workers. */
+void http_streams_stop(cp_http *h);
+
 /* ---- endpoints ----------------------------------------------------------------------- */
 
 void http_api_health(cp_http *h, const http_args *a, http_out *o);
 void http_api_time(cp_http *h, const http_args *a, http_out *o);
 void http_api_config(cp_http *h, const http_args *a, http_out *o);
 void http_api_services(cp_http *h, const http_args *a, http_out *o);
-void http_api_calls(cp_http *h, const http_args *a, http_out *o);
+void http_api_calls(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o);
 void http_api_call(cp_http *h, const http_args *a, const char *id, http_out *o);
-void http_api_stats(cp_http *h, const http_args *a, http_out *o);
+void http_api_stats(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o);
 void http_api_csv(cp_http *h, const http_args *a, http_out *o);
 void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_out *o);

@@ -320,6 +320,7 @@ int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query 
     q->sel = (cp_rollup_sel){q->npods ? q->pods : NULL, q->npods, q->hide_system,
                              q->hide_system ? cp_rollup_idle_fp(q->match.idle, q->match.nidle) : 0, q->search != NULL};
     if ((flags & HTTP_Q_SORT) && get_sort(a, &q->sort, &q->desc, o)) return -1;
+    if ((flags & HTTP_Q_STREAM) && get_bool(a, "stream", &q->stream, o)) return -1;
     if (flags & HTTP_Q_COLUMNS) {
         uint64_t c = q->columns;
         if (get_count(a, "columns", HTTP_STATS_MAX_COLUMNS, "bad_parameter", &c, o)) return -1;

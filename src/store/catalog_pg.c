@@ -1069,13 +1069,14 @@ static int pg_cold_file_put(cp_catalog *base, const cp_compact_job *job, const c
     const void *v[] = {f->uuid,     &f->start_ms, &f->end_ms,  f->file_type, f->dump_type,      f->ns,
                        &f->duration_range, file_name, f->status, f->services, &now,  &f->rows,
                        &f->size,    f->url,       f->local_path, key,       &f->min_ts, &f->max_ts,
-                       f->indexed_params ? f->indexed_params : "[]", f->claim ? f->claim : job->claim};
+                       f->indexed_params ? f->indexed_params : "[]", f->claim ? f->claim : job->claim,
+                       f->indexed_maxlen};
     PGresult *r = cp_pg_query(
         c,
         "INSERT INTO s3_files (uuid, start_time, end_time, file_type, dump_type, namespace, duration_range, file_name,"
         " status, services, created_time, api_version, rows_count, file_size, remote_storage_path, local_file_path,"
-        " object_key, min_time, max_time, indexed_params, claim) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-        " $11, '1', $12, $13, $14, $15, $16, $17, $18, $19, $20)"
+        " object_key, min_time, max_time, indexed_params, claim, indexed_maxlen) VALUES ($1, $2, $3, $4, $5, $6,"
+        " $7, $8, $9, $10, $11, '1', $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
         " ON CONFLICT (uuid) DO UPDATE SET start_time = excluded.start_time, end_time = excluded.end_time,"
         " file_type = excluded.file_type, dump_type = excluded.dump_type, namespace = excluded.namespace,"
         " duration_range = excluded.duration_range, file_name = excluded.file_name, status = excluded.status,"
@@ -1083,8 +1084,8 @@ static int pg_cold_file_put(cp_catalog *base, const cp_compact_job *job, const c
         " file_size = excluded.file_size, remote_storage_path = excluded.remote_storage_path,"
         " local_file_path = excluded.local_file_path, object_key = excluded.object_key,"
         " min_time = excluded.min_time, max_time = excluded.max_time, indexed_params = excluded.indexed_params,"
-        " claim = excluded.claim",
-        "tbbtttitttbbbtttbbtt", v, NULL, 0, "s3_files upsert");
+        " claim = excluded.claim, indexed_maxlen = excluded.indexed_maxlen",
+        "tbbtttitttbbbtttbbttt", v, NULL, 0, "s3_files upsert");
     if (!r) return CP_EIO;
     PQclear(r);
     /* the lease: a compactor that is still writing files is alive */

@@ -439,9 +439,9 @@ int cp_sq_cold_file_put(cp_catalog *base, const cp_compact_job *job, const cp_co
     st = prepare(c, c->db,
                  "INSERT INTO s3_files (uuid, start_time, end_time, file_type, dump_type, namespace, duration_range,"
                  " file_name, status, services, created_time, api_version, rows_count, file_size,"
-                 " remote_storage_path, local_file_path, object_key, min_time, max_time, indexed_params, claim)"
-                 " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, '1', ?12, ?13, ?14, ?15, ?16, ?17, ?18,"
-                 " ?19, ?20)"
+                 " remote_storage_path, local_file_path, object_key, min_time, max_time, indexed_params, claim,"
+                 " indexed_maxlen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, '1', ?12, ?13, ?14, ?15,"
+                 " ?16, ?17, ?18, ?19, ?20, ?21)"
                  " ON CONFLICT (uuid) DO UPDATE SET start_time = excluded.start_time, end_time = excluded.end_time,"
                  " file_type = excluded.file_type, dump_type = excluded.dump_type, namespace = excluded.namespace,"
                  " duration_range = excluded.duration_range, file_name = excluded.file_name,"
@@ -449,7 +449,8 @@ int cp_sq_cold_file_put(cp_catalog *base, const cp_compact_job *job, const cp_co
                  " file_size = excluded.file_size, remote_storage_path = excluded.remote_storage_path,"
                  " local_file_path = excluded.local_file_path, object_key = excluded.object_key,"
                  " min_time = excluded.min_time, max_time = excluded.max_time,"
-                 " indexed_params = excluded.indexed_params, claim = excluded.claim",
+                 " indexed_params = excluded.indexed_params, claim = excluded.claim,"
+                 " indexed_maxlen = excluded.indexed_maxlen",
                  &s);
     if (st != CP_OK) return rollback(c, st);
     const char *slash = f->key ? strrchr(f->key, '/') : NULL;
@@ -473,6 +474,7 @@ int cp_sq_cold_file_put(cp_catalog *base, const cp_compact_job *job, const cp_co
     sqlite3_bind_int64(s, 18, f->max_ts);
     bind_opt_text(s, 19, f->indexed_params ? f->indexed_params : "[]");
     bind_opt_text(s, 20, f->claim ? f->claim : job ? job->claim : NULL);
+    bind_opt_text(s, 21, f->indexed_maxlen);
     st = step_done(c, s, "s3_files upsert");
     if (st == CP_OK && job) {
         /* the lease: a compactor that is still writing files is alive */

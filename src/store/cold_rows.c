@@ -234,6 +234,15 @@ void cp_cold_rows_free(cp_cold_rows *d)
     free(d);
 }
 
+void cp_cold_rows_release(cp_cold_rows *d)
+{
+    if (!d) return;
+    cp_pq_reader_reset_arena(d->r);
+    memset(d->data, 0, sizeof d->data);
+    d->have = 0;
+    d->has_rg = 0;
+}
+
 int cp_cold_rows_column(const cp_cold_rows *d, int col)
 {
     return col >= 0 && col < CP_COLD_C_COUNT ? d->col[col] : -1;

@@ -39,10 +39,12 @@ typedef struct out_file {
     int64_t rows, size, min_ts, max_ts;
     char *services;                       /* JSON array */
     char *indexed;                        /* JSON array of the params indexed for it */
+    char *maxlen;                         /* JSON object: param -> longest value */
     ix_entry *ix;                         /* distinct (param, value) pairs */
     size_t nix, capix;
     cp_buf ix_text;
     uint32_t nvalues[INDEX_MAX_PARAMS];
+    uint32_t longest[INDEX_MAX_PARAMS];
     uint8_t overflow[INDEX_MAX_PARAMS];
 } out_file;
 
@@ -83,6 +85,7 @@ static void out_file_free(out_file *f)
     free(f->key);
     free(f->services);
     free(f->indexed);
+    free(f->maxlen);
     free(f->ix);
     cp_buf_free(&f->ix_text);
 }
@@ -111,13 +114,16 @@ static int ix_grow(out_file *f)
     return CP_OK;
 }
 
-static int ix_add(out_file *f, size_t param, const char *v, size_t n)
+static int ix_add(out_file *f, size_t param, const char *raw, size_t n)
 {
     if (f->overflow[param]) return CP_OK;
     if (n > INDEX_MAX_VALUE_LEN || f->nvalues[param] >= INDEX_MAX_VALUES) {
         f->overflow[param] = 1; /* not indexed for this file: never skipped for it */
         return CP_OK;
     }
+    if (n > f->longest[param]) f->longest[param] = (uint32_t)n;
+    char v[INDEX_MAX_VALUE_LEN]; /* ASCII-lowercased, as the search compares */
+    for (size_t i = 0; i < n; i++) v[i] = raw[i] >= 'A' && raw[i] <= 'Z' ? (char)(raw[i] + 32) : raw[i];
     if ((f->nix + 1) * 2 > f->capix && ix_grow(f) != CP_OK) return CP_ENOMEM;
     uint64_t h = ix_hash(param, v, n);
     size_t j = h & (f->capix - 1);
@@ -187,6 +193,28 @@ static int json_names(char **out, char *const *names, size_t n, const uint8_t *s
         if (st == CP_OK) st = cp_json_str(&b, names[i], strlen(names[i]));
     }
     if (st == CP_OK) st = cp_buf_append(&b, "]", 2);
+    if (st != CP_OK) {
+        cp_buf_free(&b);
+        return st;
+    }
+    *out = (char *)b.data;
+    return CP_OK;
+}
+
+/* {"param":longest,...} of the params indexed for the file. */
+static int json_maxlen(char **out, char *const *names, size_t n, const out_file *f)
+{
+    cp_buf b;
+    cp_buf_init(&b);
+    int st = cp_buf_putc(&b, '{');
+    size_t k = 0;
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        if (f->overflow[i]) continue;
+        if (k++) st = cp_buf_putc(&b, ',');
+        if (st == CP_OK) st = cp_json_str(&b, names[i], strlen(names[i]));
+        if (st == CP_OK) st = cp_buf_printf(&b, ":%u", (unsigned)f->longest[i]);
+    }
+    if (st == CP_OK) st = cp_buf_append(&b, "}", 2);
     if (st != CP_OK) {
         cp_buf_free(&b);
         return st;
@@ -286,7 +314,8 @@ static int calls_close(cp_cold_writer *w)
     out_file *f = &w->files[w->calls.file];
     int st = pq_close(w, &w->calls);
     if (st == CP_OK && (json_names(&f->services, w->svc, w->nsvc, NULL) != CP_OK ||
-                        json_names(&f->indexed, w->params, w->nparams, f->overflow) != CP_OK))
+                        json_names(&f->indexed, w->params, w->nparams, f->overflow) != CP_OK ||
+                        json_maxlen(&f->maxlen, w->params, w->nparams, f) != CP_OK))
         st = failf(w, CP_ENOMEM, "out of memory%s%s", NULL, NULL);
     for (size_t i = 0; i < w->nsvc; i++) free(w->svc[i]);
     w->nsvc = 0;
@@ -492,6 +521,7 @@ void cp_cold_writer_output(const cp_cold_writer *w, size_t i, cp_cold_output *o)
     o->max_ts = f->rows ? f->max_ts : 0;
     o->services = f->services ? f->services : "[]";
     o->indexed = f->indexed ? f->indexed : "[]";
+    o->indexed_maxlen = f->maxlen ? f->maxlen : "{}";
 }
 
 int cp_cold_writer_index_each(const cp_cold_writer *w, size_t i,

@@ -132,6 +132,7 @@ static void file_desc(const compactor *k, const cp_cold_output *f, const char *s
     d->status = status;
     d->services = f->services;
     d->indexed_params = f->indexed;
+    d->indexed_maxlen = f->type == CP_COLD_FILE_CALLS ? f->indexed_maxlen : NULL;
     d->claim = k->job->claim;
 }
 

@@ -99,6 +99,8 @@ typedef struct cp_cold_file {
     const char *status;          /* creating | created | transferring | completed | to_delete */
     const char *services;        /* JSON array of service names */
     const char *indexed_params;  /* JSON array of the param names indexed for this file */
+    const char *indexed_maxlen;  /* JSON object: indexed param -> longest value in bytes (values
+                                  * indexed ASCII-lowercased); NULL = unknown (older files) */
     const char *claim;           /* claim key that wrote it */
 } cp_cold_file;
 

@@ -154,6 +154,7 @@ typedef struct cp_cold_output {
     int64_t rows, size, min_ts, max_ts;  /* rollup: cells */
     const char *services;                /* JSON array of the service names (calls) */
     const char *indexed;                 /* JSON array of the params indexed (calls; rollup "[]") */
+    const char *indexed_maxlen;          /* JSON object: indexed param -> longest value (calls) */
 } cp_cold_output;
 
 typedef struct cp_cold_writer cp_cold_writer;
@@ -165,7 +166,8 @@ int cp_cold_writer_finish(cp_cold_writer *w);
 size_t cp_cold_writer_count(const cp_cold_writer *w);
 /* The i-th file written (valid until free). */
 void cp_cold_writer_output(const cp_cold_writer *w, size_t i, cp_cold_output *out);
-/* fn(param, value) for every distinct indexed value of calls file i. */
+/* fn(param, value) for every distinct indexed value of calls file i, ASCII-lowercased
+ * (the search compares so; values differing only in case are one). */
 int cp_cold_writer_index_each(const cp_cold_writer *w, size_t i,
                               int (*fn)(void *ud, const char *param, const char *v, size_t vlen), void *ud);
 const char *cp_cold_writer_errmsg(const cp_cold_writer *w);
@@ -270,6 +272,9 @@ int cp_cold_call_from_row(const cp_pq_value row[CP_COLD_C_COUNT], cp_buf *json, 
 typedef struct cp_cold_rows cp_cold_rows;
 int cp_cold_rows_open(cp_pq_reader *r, cp_cold_rows **out, char *err, size_t errlen);
 void cp_cold_rows_free(cp_cold_rows *d);
+/* Frees the decoded row group (the pq reader's arena): an open file that waits for its
+ * next use keeps only its footer. */
+void cp_cold_rows_release(cp_cold_rows *d);
 /* The file's column index of a schema column, -1 when the file lacks it (for
  * cp_pq_reader_stats). */
 int cp_cold_rows_column(const cp_cold_rows *d, int col);

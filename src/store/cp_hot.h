@@ -34,10 +34,16 @@ typedef struct cp_rollup_sel {
 } cp_rollup_sel;
 
 /* Where a long operation is (search, stats): reported between units of work. */
+typedef int (*cp_call_fn)(void *ud, const struct cp_call *c);
+
 typedef struct cp_progress {
     size_t files_done, files_total;    /* cold files */
     size_t windows_done, windows_total;/* hot windows */
     uint64_t scanned;                  /* rows examined so far */
+    /* a search's best rows so far, in its order (at most its limit): rows(rows_ctx, fn,
+     * ud) calls fn for each (NULL: none to show). Valid during the callback only. */
+    int (*rows)(void *ctx, cp_call_fn fn, void *ud);
+    void *rows_ctx;
 } cp_progress;
 
 typedef struct cp_call_filter {
@@ -78,9 +84,9 @@ typedef struct cp_search_stats {
     size_t cold_skipped;               /* cold files skipped by the inverted index */
 } cp_search_stats;
 
-/* Receives one call; its pointers are valid during the callback only (trace is NULL in
- * search results). Non-zero return stops the scan (returned by the caller). */
-typedef int (*cp_call_fn)(void *ud, const cp_call *c);
+/* cp_call_fn (above) receives one call; its pointers are valid during the callback only
+ * (trace is NULL in search results). Non-zero return stops the scan (returned by the
+ * caller). */
 
 /* One pod restart with its call count in a time range (discovery). */
 typedef struct cp_pod_row {

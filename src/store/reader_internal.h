@@ -34,6 +34,12 @@ int cp_rd_fold_into(cp_buf *out, const char *s, size_t n);
  * prove anything, and nothing is skipped). */
 int cp_rd_json_names_has(const char *json, size_t len, const char *name, size_t name_len);
 
+/* The longest value of param `name` (ASCII case-insensitively) in a file's
+ * s3_files.indexed_maxlen JSON object ({"request.id":16,...}); -1 when unknown. A term
+ * value at least that long can only be contained in a value equal to it, so the index
+ * is looked up exactly for such files (their values are stored ASCII-lowercased). */
+int64_t cp_rd_json_maxlen(const char *json, const char *name, size_t name_len);
+
 /* 1 if a calls file of this s3_files.duration_range may hold a duration in [min, max]. */
 int cp_rd_cold_range_overlaps(int64_t duration_range, int64_t min_ms, int64_t max_ms);
 

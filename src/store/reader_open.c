@@ -165,6 +165,33 @@ int cp_rd_json_names_has(const char *json, size_t len, const char *name, size_t 
     }
 }
 
+int64_t cp_rd_json_maxlen(const char *json, const char *name, size_t name_len)
+{
+    if (!json) return -1;
+    const unsigned char *p = (const unsigned char *)json, *end = p + strlen(json);
+    p = json_ws(p, end);
+    if (p >= end || *p++ != '{') return -1;
+    p = json_ws(p, end);
+    if (p < end && *p == '}') return -1;
+    for (;;) {
+        p = json_ws(p, end);
+        if (p >= end || *p++ != '"') return -1;
+        int eq = json_str_eq(&p, end, name, name_len);
+        if (eq < 0) return -1;
+        p = json_ws(p, end);
+        if (p >= end || *p++ != ':') return -1;
+        p = json_ws(p, end);
+        int64_t v = 0;
+        size_t digits = 0;
+        while (p < end && *p >= '0' && *p <= '9' && digits < 12) v = v * 10 + (*p++ - '0'), digits++;
+        if (!digits) return -1;
+        if (eq) return v;
+        p = json_ws(p, end);
+        if (p >= end || *p == '}') return -1;
+        if (*p++ != ',') return -1;
+    }
+}
+
 /* ---- duration ranges, table names ----------------------------------------------------------- */
 
 int cp_rd_cold_range_overlaps(int64_t duration_range, int64_t min_ms, int64_t max_ms)

@@ -1313,33 +1313,78 @@ typedef struct pg_cold {
     size_t skipped;
 } pg_cold;
 
-/* Adds to set the files of the range having a value in one inverted-index table that
- * contains the folded needle. */
-static int cold_term_table(pg_reader *r, const cp_cold_query *q, const char *table, const char *needle,
-                           size_t needle_len, cp_rd_strset *set)
+static int term_rows(pg_reader *r, PGresult *res, cp_rd_strset *set)
 {
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql,
-                      "SELECT DISTINCT i.file_id::text FROM s3_files f JOIN \"%s\" i ON i.file_id::text = f.uuid::text"
-                      " WHERE f.file_type = 'calls' AND f.status = 'completed' AND f.start_time < $2::bigint"
-                      " AND f.end_time > $1::bigint AND strpos(" PG_FOLD("i.value::text") ", $3::text) > 0%s",
-                      table, q->ns ? " AND f.namespace = $4::text" : "") != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return pg_oom(r);
-    pg_stmt s;
-    int st = stmt_get(r, (const char *)r->sql.data, &s);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    par_i64(&p, q->from_ms);
-    par_i64(&p, q->to_ms);
-    par_text(&p, needle, needle_len);
-    if (q->ns) par_text(&p, q->ns, strlen(q->ns));
-    PGresult *res = stmt_run(r, &s, &p, 0, "inverted index");
-    stmt_put(r, &s, res != NULL);
-    if (!res) return CP_EIO;
-    int n = PQntuples(res);
+    int st = CP_OK, n = PQntuples(res);
     for (int i = 0; st == CP_OK && i < n; i++)
         if (cp_rd_strset_add(set, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0)) != CP_OK) st = pg_oom(r);
+    return st;
+}
+
+/* Adds to set the files of the range having a value in one inverted-index table that
+ * contains the folded needle: an exact lookup of the index's key for the files whose
+ * longest value of the param is no longer than the needle (only a whole value can
+ * contain it), a substring scan of their own values for the others (reader_sqlite.c). */
+static int cold_term_table(pg_reader *r, const cp_cold_query *q, const char *table, const char *needle,
+                           size_t needle_len, const char *param, size_t param_len, cp_rd_strset *set)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT file_id::text FROM \"%s\" WHERE value = $1::text", table);
+    pg_stmt x;
+    int st = stmt_get(r, sql, &x);
+    if (st != CP_OK) return st;
+    pg_params p = {0};
+    par_text(&p, needle, needle_len);
+    PGresult *res = stmt_run(r, &x, &p, 0, "inverted index");
+    stmt_put(r, &x, res != NULL);
+    if (!res) return CP_EIO;
+    st = term_rows(r, res, set);
+    PQclear(res);
+    if (st != CP_OK) return st;
+    /* the files that need the scan */
+    pg_stmt f;
+    st = stmt_get(r,
+                  q->ns ? "SELECT uuid::text, indexed_params::text, indexed_maxlen::text FROM s3_files"
+                          " WHERE file_type = 'calls' AND status = 'completed' AND start_time < $2::bigint"
+                          " AND end_time > $1::bigint AND namespace = $3::text"
+                        : "SELECT uuid::text, indexed_params::text, indexed_maxlen::text FROM s3_files"
+                          " WHERE file_type = 'calls' AND status = 'completed' AND start_time < $2::bigint"
+                          " AND end_time > $1::bigint",
+                  &f);
+    if (st != CP_OK) return st;
+    pg_params pf = {0};
+    par_i64(&pf, q->from_ms);
+    par_i64(&pf, q->to_ms);
+    if (q->ns) par_text(&pf, q->ns, strlen(q->ns));
+    res = stmt_run(r, &f, &pf, 0, "cold files");
+    stmt_put(r, &f, res != NULL);
+    if (!res) return CP_EIO;
+    snprintf(sql, sizeof sql,
+             "SELECT file_id::text FROM \"%s\" WHERE file_id = $1::text AND strpos(" PG_FOLD("value::text")
+             ", $2::text) > 0 LIMIT 1",
+             table);
+    pg_stmt y;
+    memset(&y, 0, sizeof y);
+    for (int i = 0; st == CP_OK && i < PQntuples(res); i++) {
+        const char *uuid = PQgetvalue(res, i, 0);
+        const char *names = PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1);
+        const char *maxlen = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
+        if (!names || !cp_rd_json_names_has(names, strlen(names), param, param_len)) continue;
+        int64_t longest = cp_rd_json_maxlen(maxlen, param, param_len);
+        if (longest >= 0 && (uint64_t)longest <= needle_len) continue; /* the exact lookup decided */
+        if (!y.sql && (st = stmt_get(r, sql, &y)) != CP_OK) break;
+        pg_params py = {0};
+        par_text(&py, uuid, strlen(uuid));
+        par_text(&py, needle, needle_len);
+        PGresult *one = stmt_run(r, &y, &py, 0, "inverted index");
+        if (!one) {
+            st = CP_EIO;
+            break;
+        }
+        st = term_rows(r, one, set);
+        PQclear(one);
+    }
+    if (y.sql) stmt_put(r, &y, st == CP_OK);
     PQclear(res);
     return st;
 }
@@ -1377,7 +1422,7 @@ static int cold_term(pg_reader *r, const cp_cold_query *q, const cp_cold_param *
     for (int i = 0; st == CP_OK && i < n; i++) {
         const char *table = PQgetvalue(res, i, 0);
         if (!cp_rd_inv_name_ok(table)) continue; /* not ours: never spliced into SQL */
-        st = cold_term_table(r, q, table, needle, needle_len, set);
+        st = cold_term_table(r, q, table, needle, needle_len, t->name, t->name_len, set);
     }
     PQclear(res);
     free(needle);
@@ -1387,7 +1432,7 @@ static int cold_term(pg_reader *r, const cp_cold_query *q, const cp_cold_param *
 
 enum {
     F_UUID, F_KEY, F_URL, F_LOCAL, F_TYPE, F_DUMP, F_NS, F_RANGE, F_START, F_END, F_MIN, F_MAX, F_ROWS, F_SIZE,
-    F_STATUS, F_SERVICES, F_INDEXED, F_CLAIM
+    F_STATUS, F_SERVICES, F_INDEXED, F_CLAIM, F_MAXLEN
 };
 
 static void row_to_file(const PGresult *res, int row, cp_cold_file *f)
@@ -1411,6 +1456,7 @@ static void row_to_file(const PGresult *res, int row, cp_cold_file *f)
     f->services = val_opt(res, row, F_SERVICES);
     f->indexed_params = val_opt(res, row, F_INDEXED);
     f->claim = val_opt(res, row, F_CLAIM);
+    f->indexed_maxlen = PQnfields(res) > F_MAXLEN ? val_opt(res, row, F_MAXLEN) : NULL;
 }
 
 /* The term sets, then the files: every query runs before the first file is handed over
@@ -1429,7 +1475,8 @@ static int cold_op(pg_reader *r, void *arg)
     if (cp_buf_printf(&r->sql,
                       "SELECT uuid::text, object_key, remote_storage_path, local_file_path, file_type::text,"
                       " dump_type::text, namespace, duration_range, start_time, end_time, min_time, max_time,"
-                      " rows_count, file_size, status::text, services::text, indexed_params::text, claim"
+                      " rows_count, file_size, status::text, services::text, indexed_params::text, claim,"
+                      " indexed_maxlen"
                       " FROM s3_files WHERE file_type = $4::text AND status = 'completed'"
                       " AND start_time < $2::bigint AND end_time > $1::bigint%s"
                       " ORDER BY start_time, namespace COLLATE \"C\", duration_range, uuid::text COLLATE \"C\""

@@ -925,33 +925,77 @@ static int rd_bounds(cp_reader *base, int64_t *min_ts, int64_t *max_ts)
 
 /* ---- cold files ---------------------------------------------------------------------------------- */
 
-/* The files of the range having a value of one inverted-index table that contains
- * needle (folded) -> set. */
-static int cold_term_table(sqlite_reader *r, const cp_cold_query *q, const char *table, const char *needle,
-                           cp_rd_strset *set)
+/* Adds the file ids a query of the inverted index returns (the first column) to set. */
+static int term_rows(sqlite_reader *r, sqlite3_stmt *q, cp_rd_strset *set)
 {
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql,
-                      "SELECT DISTINCT i.file_id FROM s3_files f JOIN \"%s\" i ON i.file_id = f.uuid"
-                      " WHERE f.file_type = 'calls' AND f.status = 'completed' AND f.start_time < ?2"
-                      " AND f.end_time > ?1%s AND instr(lower(i.value), ?4) > 0",
-                      table, q->ns ? " AND f.namespace = ?3" : "") != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return rd_oom(r);
-    rd_stmt s;
-    int st = stmt_get(r, (const char *)r->sql.data, &s);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(s.st, 1, q->from_ms);
-    sqlite3_bind_int64(s.st, 2, q->to_ms);
-    if (q->ns) sqlite3_bind_text(s.st, 3, q->ns, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s.st, 4, needle, -1, SQLITE_STATIC);
-    int rc;
-    while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(s.st, 0);
-        if (id && cp_rd_strset_add(set, id, (size_t)sqlite3_column_bytes(s.st, 0)) != CP_OK) st = rd_oom(r);
+    int rc, st = CP_OK;
+    while (st == CP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(q, 0);
+        if (id && cp_rd_strset_add(set, id, (size_t)sqlite3_column_bytes(q, 0)) != CP_OK) st = rd_oom(r);
     }
     if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "inverted index");
-    stmt_put(r, &s, st == CP_OK);
+    return st;
+}
+
+/* The files of the range having a value of one inverted-index table that contains
+ * needle (folded) -> set. A file whose longest value of the param is no longer than the
+ * needle can only contain it as a whole value: those are found by an exact lookup of the
+ * index's key; the others (values longer, or files from before the lengths were kept) by
+ * a substring scan of their own values. */
+static int cold_term_table(sqlite_reader *r, const cp_cold_query *q, const char *table, const char *needle,
+                           const char *param, size_t param_len, cp_rd_strset *set)
+{
+    size_t nlen = strlen(needle);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT file_id FROM \"%s\" WHERE value = ?1", table);
+    rd_stmt x;
+    int st = stmt_get(r, sql, &x);
+    if (st != CP_OK) return st;
+    sqlite3_bind_text(x.st, 1, needle, -1, SQLITE_STATIC);
+    st = term_rows(r, x.st, set);
+    stmt_put(r, &x, st == CP_OK);
+    if (st != CP_OK) return st;
+    /* the files that need the scan */
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT uuid, indexed_params, %s FROM s3_files WHERE file_type = 'calls'"
+                      " AND status = 'completed' AND start_time < ?2 AND end_time > ?1%s",
+                      r->rollups ? "indexed_maxlen" : "NULL", q->ns ? " AND namespace = ?3" : "") != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt f;
+    if ((st = stmt_get(r, (const char *)r->sql.data, &f)) != CP_OK) return st;
+    sqlite3_bind_int64(f.st, 1, q->from_ms);
+    sqlite3_bind_int64(f.st, 2, q->to_ms);
+    if (q->ns) sqlite3_bind_text(f.st, 3, q->ns, -1, SQLITE_STATIC);
+    cp_rd_strset slow;
+    memset(&slow, 0, sizeof slow);
+    int rc;
+    while (st == CP_OK && (rc = sqlite3_step(f.st)) == SQLITE_ROW) {
+        const char *uuid = (const char *)sqlite3_column_text(f.st, 0);
+        const char *names = (const char *)sqlite3_column_text(f.st, 1);
+        const char *maxlen = (const char *)sqlite3_column_text(f.st, 2);
+        if (!uuid || !names || !cp_rd_json_names_has(names, strlen(names), param, param_len)) continue;
+        int64_t longest = cp_rd_json_maxlen(maxlen, param, param_len);
+        if (longest >= 0 && (uint64_t)longest <= nlen) continue; /* the exact lookup decided */
+        if (cp_rd_strset_add(&slow, uuid, strlen(uuid)) != CP_OK) st = rd_oom(r);
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "cold files");
+    stmt_put(r, &f, st == CP_OK);
+    if (st == CP_OK && slow.n) {
+        snprintf(sql, sizeof sql, "SELECT file_id FROM \"%s\" WHERE file_id = ?1 AND instr(lower(value), ?2) > 0 LIMIT 1",
+                 table);
+        rd_stmt y;
+        st = stmt_get(r, sql, &y);
+        for (size_t i = 0; st == CP_OK && i < slow.n; i++) {
+            sqlite3_bind_text(y.st, 1, slow.v[i], -1, SQLITE_STATIC);
+            sqlite3_bind_text(y.st, 2, needle, -1, SQLITE_STATIC);
+            st = term_rows(r, y.st, set);
+            sqlite3_reset(y.st);
+        }
+        if (y.sql) stmt_put(r, &y, st == CP_OK);
+    }
+    cp_rd_strset_free(&slow);
     return st;
 }
 
@@ -990,7 +1034,8 @@ static int cold_term(sqlite_reader *r, const cp_cold_query *q, const cp_cold_par
         if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "inverted index tables");
         stmt_put(r, &s, st == CP_OK);
     }
-    for (size_t i = 0; st == CP_OK && i < n; i++) st = cold_term_table(r, q, tables[i], needle, set);
+    for (size_t i = 0; st == CP_OK && i < n; i++)
+        st = cold_term_table(r, q, tables[i], needle, t->name, t->name_len, set);
     cp_rd_strset_seal(set);
     free(tables);
     free(needle);
@@ -1001,12 +1046,13 @@ static const char *col_opt(sqlite3_stmt *s, int i) { return (const char *)sqlite
 
 enum {
     F_UUID, F_KEY, F_URL, F_LOCAL, F_TYPE, F_DUMP, F_NS, F_RANGE, F_START, F_END, F_MIN, F_MAX, F_ROWS, F_SIZE,
-    F_STATUS, F_SERVICES, F_INDEXED, F_CLAIM
+    F_STATUS, F_SERVICES, F_INDEXED, F_CLAIM, F_MAXLEN
 };
 
 #define RD_FILE_COLUMNS                                                                                        \
     "uuid, object_key, remote_storage_path, local_file_path, file_type, dump_type, namespace, duration_range," \
     " start_time, end_time, min_time, max_time, rows_count, file_size, status, services, indexed_params, claim"
+#define RD_FILE_COLUMNS_V5 RD_FILE_COLUMNS ", indexed_maxlen"
 
 static void row_to_file(sqlite3_stmt *s, cp_cold_file *f)
 {
@@ -1029,6 +1075,7 @@ static void row_to_file(sqlite3_stmt *s, cp_cold_file *f)
     f->services = col_opt(s, F_SERVICES);
     f->indexed_params = col_opt(s, F_INDEXED);
     f->claim = col_opt(s, F_CLAIM);
+    f->indexed_maxlen = sqlite3_column_count(s) > F_MAXLEN ? col_opt(s, F_MAXLEN) : NULL;
 }
 
 /* The completed calls files of the range, filtered and handed over one by one. */
@@ -1037,10 +1084,10 @@ static int cold_list(sqlite_reader *r, const cp_cold_query *q, const cp_rd_strse
 {
     cp_buf_reset(&r->sql);
     if (cp_buf_printf(&r->sql,
-                      "SELECT " RD_FILE_COLUMNS " FROM s3_files WHERE file_type = ?4 AND status = 'completed'"
+                      "SELECT %s FROM s3_files WHERE file_type = ?4 AND status = 'completed'"
                       " AND start_time < ?2 AND end_time > ?1%s"
                       " ORDER BY start_time, namespace, duration_range, uuid",
-                      q->ns ? " AND namespace = ?3" : "") != CP_OK ||
+                      r->rollups ? RD_FILE_COLUMNS_V5 : RD_FILE_COLUMNS, q->ns ? " AND namespace = ?3" : "") != CP_OK ||
         cp_buf_putc(&r->sql, 0) != CP_OK)
         return rd_oom(r);
     rd_stmt s;

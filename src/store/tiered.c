@@ -57,7 +57,7 @@
 
 #define TR_MAX_LIMIT 100000
 #define TR_MAX_FILES 20000
-#define TR_OPEN_FILES 32
+#define TR_OPEN_FILES 128
 #define TR_READAHEAD (512u << 10)        /* bytes fetched at once when reading in place */
 #define TR_DEFAULT_CACHE_BYTES (1ULL << 30)
 #define TR_CACHE_SCAN_MAX 100000         /* entries of the cache directory looked at by an eviction */
@@ -291,6 +291,9 @@ typedef struct tr_search {
     int over;                           /* the budget ran out: stop reading */
     size_t *cand;                       /* candidate rows of the current row group */
     size_t ncand, capcand;
+    const tr_rows *hot;                 /* the hot tier's rows (sorted), for progress snapshots */
+    uint64_t hot_scanned;
+    size_t hot_windows;
 } tr_search;
 
 /* heap order: worst at the root */
@@ -1173,7 +1176,59 @@ static int search_file(tr_search *s, const tr_file *t)
         }
         if (st != CP_OK) return st;
     }
+    cp_cold_rows_release(o->rows); /* the rows kept are copies */
     return CP_OK;
+}
+
+static int row_ptr_cmp(const void *pa, const void *pb, void *ud)
+{
+    const tr_row *a = *(const tr_row *const *)pa, *b = *(const tr_row *const *)pb;
+    return cmp_calls(ud, &a->c, a->pod_hash, &b->c, b->pod_hash);
+}
+
+/* cp_progress.rows of a search under way: the hot rows and the cold rows kept so far,
+ * merged in the order, the first `limit`. */
+static int tr_snapshot(void *ctx, cp_call_fn fn, void *ud)
+{
+    tr_search *s = ctx;
+    size_t n = s->heap.n;
+    const tr_row **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return CP_ENOMEM;
+    for (size_t i = 0; i < n; i++) v[i] = &s->heap.v[i];
+    qsort_r(v, n, sizeof *v, row_ptr_cmp, (void *)s->f);
+    const tr_rows *hot = s->hot;
+    size_t i = 0, j = 0, emitted = 0, nh = hot ? hot->n : 0;
+    int r = 0;
+    while (!r && emitted < s->f->limit && (i < nh || j < n)) {
+        const tr_row *h = i < nh ? &hot->v[i] : NULL, *c = j < n ? v[j] : NULL;
+        int k = !h ? 1 : !c ? -1 : cmp_calls(s->f, &h->c, h->pod_hash, &c->c, c->pod_hash);
+        if (k == 0) j++; /* the same call in both tiers */
+        const tr_row *x = k <= 0 ? h : c;
+        if (k <= 0) i++;
+        else j++;
+        r = fn(ud, &x->c);
+        emitted++;
+    }
+    free(v);
+    return r;
+}
+
+/* Reports progress; CP_EABORT when the caller cancels. */
+static int search_progress(tr_search *s, size_t files_done, size_t files_total)
+{
+    const cp_call_filter *f = s->f;
+    if (!f->progress) return CP_OK;
+    cp_progress p;
+    memset(&p, 0, sizeof p);
+    p.files_done = files_done;
+    p.files_total = files_total;
+    p.windows_done = p.windows_total = s->hot_windows;
+    p.scanned = s->hot_scanned + s->scanned;
+    p.rows = tr_snapshot;
+    p.rows_ctx = s;
+    if (!f->progress(f->progress_ud, &p)) return CP_OK;
+    snprintf(s->tr->err, sizeof s->tr->err, "cancelled");
+    return CP_EABORT;
 }
 
 /* The cold half of a search: the best cap rows into s->heap, sorted. */
@@ -1200,11 +1255,13 @@ static int cold_search(tr_search *s)
     for (size_t i = 0; st == CP_OK && i < fl.n; i++) file_bounds(&fl.v[i], f->sort);
     if (st == CP_OK && fl.n > 1 && (f->sort == CP_SORT_TS || f->sort == CP_SORT_DURATION))
         qsort_r(fl.v, fl.n, sizeof *fl.v, file_cmp, &desc);
+    if (st == CP_OK) st = search_progress(s, 0, fl.n);
     for (size_t i = 0; st == CP_OK && i < fl.n && !s->over; i++) {
         const tr_file *t = &fl.v[i];
         if (file_misses_time(t, s->from, s->to)) continue;
         if (t->has_bounds && bounds_skip(s, t->lo, t->hi)) continue;
         st = search_file(s, t);
+        if (st == CP_OK) st = search_progress(s, i + 1, fl.n);
     }
     files_free(&fl);
     if (st == CP_OK) heap_sort(s);
@@ -1331,6 +1388,9 @@ static int tr_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn 
     tr_search s;
     memset(&s, 0, sizeof s);
     st = search_setup(tr, &s, f, hs.scanned);
+    s.hot = &hot.rows;
+    s.hot_scanned = hs.scanned;
+    s.hot_windows = hs.windows;
     if (st == CP_OK) st = cold_search(&s);
     /* 3. merge */
     int rest = 0;
@@ -1548,6 +1608,7 @@ static int stats_scan(void *ud, const cp_call_filter *sub)
             if (sub->max_scan && k->info->scanned + examined >= sub->max_scan) {
                 k->info->scanned += examined;
                 k->info->partial = 1;
+                cp_cold_rows_release(o->rows);
                 return 1;
             }
             cp_call c;
@@ -1558,9 +1619,10 @@ static int stats_scan(void *ud, const cp_call_filter *sub)
             k->info->scanned_calls++;
         }
         k->info->scanned += examined;
-        if ((st = stats_progress(k, 0)) != CP_OK) return st;
+        if ((st = stats_progress(k, 0)) != CP_OK) break;
     }
-    return 0;
+    cp_cold_rows_release(o->rows);
+    return st;
 }
 
 static int tr_stats_run(cp_reader *base, const cp_call_filter *f, const cp_stats_plan *p, cp_stats *acc,
@@ -1605,6 +1667,7 @@ static int tr_stats_run(cp_reader *base, const cp_call_filter *f, const cp_stats
     if (snap) hot->ops->snapshot(hot, 0);
     if (st == CP_OK && (calls.truncated || rollups.truncated)) info->partial = 1;
     /* 2. the cold tier */
+    k.prog.windows_done = k.prog.windows_total = info->windows;
     k.prog.files_total = calls.n + rollups.n;
     if (st == CP_OK && p->rollups) st = stats_rollups(&k, &rollups, &calls);
     k.prog.files_done = rollups.n;
@@ -1689,6 +1752,7 @@ static int get_file(tiered_reader *tr, const tr_file *t, tr_get *g)
         }
         if (st != CP_OK) return st;
     }
+    cp_cold_rows_release(o->rows);
     return CP_OK;
 }
 

@@ -317,12 +317,12 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
 static void test_migrations(void **state)
 {
     (void)state;
-    assert_int_equal(cp_catalog_pg_schema_version(), 4);
+    assert_int_equal(cp_catalog_pg_schema_version(), 5);
     assert_int_equal(cp_catalog_pg_schema_version(), cp_catalog_sqlite_schema_version());
     assert_non_null(cp_catalog_pg_migration(1));
-    assert_non_null(cp_catalog_pg_migration(4));
+    assert_non_null(cp_catalog_pg_migration(5));
     assert_null(cp_catalog_pg_migration(0));
-    assert_null(cp_catalog_pg_migration(5));
+    assert_null(cp_catalog_pg_migration(6));
     assert_true(cp_catalog_is_postgres("postgres://x/y"));
     assert_true(cp_catalog_is_postgres("postgresql://x/y"));
     assert_false(cp_catalog_is_postgres("/tmp/catalog.db"));
@@ -333,12 +333,12 @@ static void test_migrations(void **state)
     cat = open_cat(url); /* again: nothing to apply */
     cp_catalog_close(cat);
     PGconn *db = raw_connect(url);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 4);
-    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 4);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 5);
+    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 5);
     assert_true(q_int(db, "SELECT min(applied_ms) FROM schema_migrations") > T2023);
     static const char *const tables[] = {"pods", "pod_restarts", "dictionary", "params", "dumps", "s3_files",
                                          "inventory", "streams", "call_counts", "inverted_indexes",
-                                         "dump_pending"};
+                                         "dump_pending", "hot_rollups"};
     for (size_t i = 0; i < CP_ARRAY_LEN(tables); i++)
         assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename = '%s'", tables[i]), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'inventory'"
@@ -744,19 +744,20 @@ static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
     return c ? c : (an > bn) - (an < bn);
 }
 
-/* compact_calls's order: namespace, duration range, pod, time, restart, trace index. */
+/* compact_calls's order: namespace, duration range, time, restart, pod hash, trace index. */
 static int compact_cmp(const cp_call *a, const cp_call *b)
 {
     int c = cmp_bytes(a->ns, a->ns_len, b->ns, b->ns_len);
     if (c) return c;
     c = cp_cold_range_of(a->duration_ms) - cp_cold_range_of(b->duration_ms);
     if (c) return c;
-    c = cmp_bytes(a->pod, a->pod_len, b->pod, b->pod_len);
-    if (c) return c;
 #define CMP(f)                                                                                                         \
     if (a->f != b->f) return a->f < b->f ? -1 : 1
     CMP(ts_ms);
     CMP(restart_ms);
+    int64_t ha = (int64_t)cp_pod_hash(a->ns, a->ns_len, a->pod, a->pod_len);
+    int64_t hb = (int64_t)cp_pod_hash(b->ns, b->ns_len, b->pod, b->pod_len);
+    if (ha != hb) return ha < hb ? -1 : 1;
     CMP(trace_file_index);
     CMP(buffer_offset);
     CMP(record_index);

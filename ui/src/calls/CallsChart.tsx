@@ -25,6 +25,10 @@ export interface ChartProps {
   zone: string;
   log: boolean;
   loading: boolean;
+  /** width of one time column of /calls/stats (newer servers), for the tooltip */
+  columnMs?: number;
+  /** the stats request was cancelled: nothing to chart, but not because nothing matched */
+  cancelled?: boolean;
   onWindow: (from: number, to: number) => void;
   onOpen: (p: StatsPoint) => void;
 }
@@ -187,7 +191,8 @@ export function CallsChart(p: ChartProps) {
 
   return (
     <div class="cl-chart" ref={box} data-testid="calls-chart" tabIndex={0} onKeyDown={onKey}
-      title="Drag to zoom into a period; click a point to open its tree; ←/→ move, ↑/↓ zoom">
+      title={`Drag to zoom into a period; click a point to open its tree; ←/→ move, ↑/↓ zoom${p.columnMs
+        ? `\nPoints: the slowest calls of each ${fmtDuration(p.columnMs)} column` : ''}`}>
       <canvas ref={cv} style={{ width: `${w}px`, height: `${CHART_H}px` }} onMouseDown={onDown} onMouseMove={onMove}
         onMouseLeave={() => setHover(null)} class={hover ? 'cl-chart-pointer' : ''} />
       {brush && <div class="cl-brush" style={{ left: `${brush.a}px`, width: `${brush.b - brush.a}px` }} />}
@@ -199,7 +204,9 @@ export function CallsChart(p: ChartProps) {
         </div>
       )}
       {p.loading && <span class="cl-chart-busy spinner" />}
-      {!p.loading && p.points.length === 0 && <div class="cl-chart-empty muted">no calls to chart</div>}
+      {!p.loading && p.points.length === 0 && (
+        <div class="cl-chart-empty muted">{p.cancelled ? 'cancelled: no chart' : 'no calls to chart'}</div>
+      )}
     </div>
   );
 }

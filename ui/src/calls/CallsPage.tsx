@@ -3,11 +3,17 @@
 // table, over GET /api/v1/calls, /calls/stats and /calls.csv. The URL holds every filter
 // (dur, q, errors, sort, order, cols); the loaded rows, the selection and the scroll
 // position do not.
+//
+// The first page and the stats are streamed (lib/stream.ts): a query that runs longer than
+// SLOW_MS shows its progress and the best rows so far (marked provisional) and can be
+// cancelled, which stops both requests and keeps those rows. New filters cancel the old
+// requests (the loader and the stats effect are per filter set).
 
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { apiGet, apiUrl, isAbort, type Call, type CallsStats, type StatsPoint } from '../lib/api';
+import { apiUrl, isAbort, type Call, type CallsStats, type StatsPoint } from '../lib/api';
 import { selectionFilter, useApp, type Selection } from '../lib/ctx';
 import { fmtDuration } from '../lib/format';
+import { apiStream, type StreamProgress } from '../lib/stream';
 import { fmtListTs, fmtTs, serverNow } from '../lib/time';
 import { setParams } from '../lib/url';
 import type { ScreenProps } from '../shell/Shell';
@@ -21,6 +27,7 @@ import {
 import { DEFAULT_DUR, durApiValue, durFromParams } from './durfilter';
 import { FilterBar } from './FilterBar';
 import { CallsLoader, ROW_CAP } from './loader';
+import { progressText, slowest } from './progress';
 import { StatusLine } from './StatusLine';
 import './calls.css';
 
@@ -28,6 +35,8 @@ import './calls.css';
 const MAX_URL_IDS = 40;
 const CHART_KEY = 'cloudprof.calls.chart';
 const CHART_LOG_KEY = 'cloudprof.calls.chartLog';
+/** A query running longer than this shows its progress, provisional rows and Cancel. */
+const SLOW_MS = 300;
 
 function readFlag(key: string, dflt: boolean): boolean {
   try { const v = localStorage.getItem(key); return v === null ? dflt : v === '1'; } catch { return dflt; }
@@ -70,13 +79,35 @@ function useWidth(ref: { current: HTMLElement | null }): number {
   return w;
 }
 
+/** True once `running` has held for `ms` without `key` changing. */
+function useSlow(running: boolean, key: string, ms: number): boolean {
+  const [slowKey, setSlowKey] = useState<string | null>(null);
+  useEffect(() => {
+    setSlowKey(null);
+    if (!running) return;
+    const t = setTimeout(() => setSlowKey(key), ms);
+    return () => clearTimeout(t);
+  }, [running, key]);
+  return running && slowKey === key;
+}
+
 function clean(rec: Record<string, string | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(rec)) if (v !== undefined && v !== '') out[k] = v;
   return out;
 }
 
-interface StatsState { key: string; data: CallsStats | null; error: string | null; param: string | null; loading: boolean }
+interface StatsState {
+  key: string;
+  data: CallsStats | null;
+  error: string | null;
+  param: string | null;
+  loading: boolean;
+  progress: StreamProgress | null;
+  cancelled: boolean;
+}
+const noStats = (key: string, loading = false): StatsState =>
+  ({ key, data: null, error: null, param: null, loading, progress: null, cancelled: false });
 
 export function CallsPage(p: ScreenProps) {
   const app = useApp();
@@ -122,24 +153,53 @@ export function CallsPage(p: ScreenProps) {
 
   // ---- stats (chart + status line) --------------------------------------------------------
   const columns = Math.min(5000, Math.max(50, Math.round((rootW - 64) / 50) * 50));
-  const [statsRaw, setStats] = useState<StatsState>({ key: '', data: null, error: null, param: null, loading: false });
+  const [statsRaw, setStats] = useState<StatsState>(noStats(''));
+  const statsAc = useRef<AbortController | null>(null);
+  // the filters whose stats the user cancelled: a resize does not start them again (other
+  // filters, or the same ones again later, do)
+  const statsCancelledFor = useRef<string | null>(null);
   useEffect(() => {
     const key = filterKey;
-    if (!active || rootW === 0) { setStats({ key, data: null, error: null, param: null, loading: false }); return; }
+    if (statsCancelledFor.current !== key) statsCancelledFor.current = null;
+    if (!active || rootW === 0) { setStats(noStats(key)); return; }
+    if (statsCancelledFor.current === key) return;
     const ac = new AbortController();
+    statsAc.current = ac;
     // a resize (other column count) keeps the old points until the new ones arrive
-    setStats((s) => ({ ...s, loading: true, error: null, param: null }));
-    apiGet<CallsStats>('/calls/stats', { ...base, columns: String(columns) }, ac.signal)
-      .then((d) => setStats({ key, data: d, error: null, param: null, loading: false }))
+    setStats((s) => (s.key === key ? { ...s, loading: true, error: null, param: null, progress: null, cancelled: false }
+      : noStats(key, true)));
+    apiStream<CallsStats>('/calls/stats', { ...base, columns: String(columns) }, {
+      signal: ac.signal,
+      onProgress: (pr) => { if (!ac.signal.aborted) setStats((s) => (s.key === key ? { ...s, progress: pr } : s)); },
+    })
+      .then((d) => { if (!ac.signal.aborted) setStats({ ...noStats(key), data: d }); })
       .catch((e) => {
-        if (isAbort(e)) return;
-        setStats({ key, data: null, error: String(e?.message ?? e), param: (e?.body?.parameter as string) ?? null, loading: false });
+        if (isAbort(e) || ac.signal.aborted) return;
+        setStats({ ...noStats(key), error: String(e?.message ?? e), param: (e?.body?.parameter as string) ?? null });
       });
     return () => ac.abort();
   }, [filterKey, columns, active]);
   // totals of other filters are never shown next to these rows
-  const stats: StatsState = statsRaw.key === filterKey ? statsRaw
-    : { key: filterKey, data: null, error: null, param: null, loading: active };
+  const stats: StatsState = statsRaw.key === filterKey ? statsRaw : noStats(filterKey, active);
+
+  // ---- long queries: progress, provisional rows, cancel ----------------------------------
+  const listRunning = !!loader && loader.loading && !loader.started;
+  const slow = useSlow(listRunning || stats.loading, listKey, SLOW_MS);
+  // the best rows so far, once the query is slow (no flicker for quick ones) or has stopped
+  const showSnap = !!loader && loader.provisional && (slow || !loader.loading);
+  const cancel = () => {
+    loader?.cancel();
+    const ac = statsAc.current;
+    if (stats.loading && ac && !ac.signal.aborted) {
+      ac.abort();
+      statsCancelledFor.current = filterKey;
+      setStats((s) => ({ ...s, loading: false, progress: null, cancelled: true }));
+    }
+  };
+  const search = slow ? {
+    text: progressText(slowest([listRunning ? loader?.progress : null, stats.loading ? stats.progress : null])),
+    onCancel: cancel,
+  } : null;
 
   // ---- selection -------------------------------------------------------------------------
   const [selected, setSelected] = useState<Map<string, Call>>(new Map());
@@ -147,8 +207,7 @@ export function CallsPage(p: ScreenProps) {
   useEffect(() => { setSelected(new Map()); anchor.current = null; }, [listKey]);
 
   const onRowClick = (i: number, e: MouseEvent) => {
-    const rows = loader?.rows;
-    if (!rows || !rows[i]) return;
+    if (!rows[i]) return;
     const c = rows[i];
     const multi = e.ctrlKey || e.metaKey;
     if (e.shiftKey && anchor.current !== null) {
@@ -207,9 +266,9 @@ export function CallsPage(p: ScreenProps) {
   const openPoint = (pt: StatsPoint) => window.open(treeUrlFor(pt), '_blank');
 
   // ---- derived ---------------------------------------------------------------------------
-  const rows = loader?.rows ?? [];
+  const rows = showSnap ? loader!.snapshot! : loader?.rows ?? [];
   const version = loader?.version ?? 0;
-  const busy = useMemo(() => busyMs(rows), [loader, rows.length]);
+  const busy = useMemo(() => busyMs(rows), [loader, rows, rows.length]);
   const err = loader?.error ?? null;
   const errParam = (err?.body?.parameter as string | undefined) ?? stats.param ?? undefined;
   const fieldMsg = err?.message ?? stats.error ?? undefined;
@@ -232,7 +291,8 @@ export function CallsPage(p: ScreenProps) {
   const sumDur = selList.reduce((a, c) => a + c.duration_ms, 0);
   const sumCpu = selList.reduce((a, c) => a + c.cpu_time, 0);
   const empty = !!loader && loader.started && rows.length === 0 && loader.done && !err;
-  const skeleton = !loader || (!loader.started && loader.loading);
+  const skeleton = !loader || (!loader.started && loader.loading && !showSnap);
+  const cancelled = loader?.cancelled ? 'list' : stats.cancelled ? 'stats' : null;
 
   return (
     <div class="cl-page" data-testid="calls-page" ref={rootRef}>
@@ -255,7 +315,8 @@ export function CallsPage(p: ScreenProps) {
       {chartOn && (
         <div class="cl-chart-row">
           <CallsChart points={stats.data?.points ?? []} from={frozen.from} to={frozen.to} zone={app.zone}
-            log={chartLog} loading={stats.loading} onWindow={setWindow} onOpen={openPoint} />
+            log={chartLog} loading={stats.loading} columnMs={stats.data?.column_ms}
+            cancelled={stats.cancelled} onWindow={setWindow} onOpen={openPoint} />
           <label class="check cl-log small" title="Logarithmic duration axis">
             <input type="checkbox" data-testid="chart-log" checked={chartLog}
               onChange={() => { setChartLog(!chartLog); writeFlag(CHART_LOG_KEY, !chartLog); }} />log
@@ -265,7 +326,8 @@ export function CallsPage(p: ScreenProps) {
 
       <div class="cl-status-row">
         <StatusLine loaded={rows.length} allLoaded={!!loader?.done} busy={busy} stats={stats.data}
-          statsError={stats.error && !fieldErr ? stats.error : null} loading={!!loader?.loading || stats.loading} />
+          statsError={stats.error && !fieldErr ? stats.error : null} loading={!!loader?.loading || stats.loading}
+          search={search} provisional={showSnap} statsCancelled={stats.cancelled} />
         {selected.size >= 2 && (
           <button type="button" class="btn btn-primary btn-small cl-merge" data-testid="merge-selected"
             title="Open the selected calls merged into one call tree (new tab); Ctrl-click toggles a row, Shift-click selects a range"
@@ -277,21 +339,22 @@ export function CallsPage(p: ScreenProps) {
       </div>
 
       <Banners loader={loader} fieldErr={fieldErr} statsPartial={stats.data?.partial_reasons ?? []}
-        onRetry={() => setReload((r) => r + 1)} />
+        cancelled={cancelled} shown={rows.length} onRetry={() => setReload((r) => r + 1)} />
 
       <CallsTable rows={rows} version={version} cols={cols} layout={tableLayout} zone={app.zone}
         sortKey={sortCol?.key} order={order} selected={selected} resetKey={listKey}
-        canLoadMore={!!loader?.canLoadMore && !loader.stalled} skeleton={skeleton}
+        canLoadMore={!!loader?.canLoadMore && !loader.stalled} skeleton={skeleton} provisional={showSnap}
         body={empty ? (
           <div class="state" data-testid="calls-empty">
             No calls in this window ({windowText}){Object.keys(filters).some((k) => k === 'duration' || k === 'q' || k === 'error') ? ' matching the filters' : ''}.
           </div>
         ) : fieldErr && rows.length === 0 ? <div class="state">Fix the highlighted filter.</div>
+          : loader?.cancelled && rows.length === 0 ? <div class="state" data-testid="calls-cancelled-empty">The search was cancelled before it found any matching call.</div>
           : loader?.stalled && rows.length === 0 ? <div class="state">No matching calls in the pages scanned so far; the window is not finished.</div>
           : undefined}
         onSort={onSort} onResize={onResize} onRowClick={onRowClick} onNearEnd={() => void loader?.more()} />
 
-      {loader && (rows.length > 0 || loader.stalled) && !loader.done && !err && (
+      {loader && loader.started && (rows.length > 0 || loader.stalled) && !loader.done && !err && (
         <div class="cl-foot">
           {loader.capped ? (
             <span class="banner banner-info" data-testid="calls-cap">
@@ -310,8 +373,10 @@ export function CallsPage(p: ScreenProps) {
   );
 }
 
-function Banners({ loader, fieldErr, statsPartial, onRetry }: {
-  loader: CallsLoader | null; fieldErr: boolean; statsPartial: string[]; onRetry: () => void;
+function Banners({ loader, fieldErr, statsPartial, cancelled, shown, onRetry }: {
+  loader: CallsLoader | null; fieldErr: boolean; statsPartial: string[];
+  /** what a Cancel stopped: the first page (and the stats), or only the stats */
+  cancelled: 'list' | 'stats' | null; shown: number; onRetry: () => void;
 }) {
   if (!loader) return null;
   const err = loader.error;
@@ -330,6 +395,13 @@ function Banners({ loader, fieldErr, statsPartial, onRetry }: {
           <button type="button" class="btn btn-small" onClick={() => (loader.rows.length ? loader.retry() : onRetry())}>Retry</button>
         </div>
       )}
+      {cancelled && !err && (
+        <div class="banner banner-info" data-testid="calls-cancelled">
+          <span>{cancelled === 'stats' ? 'Cancelled — the chart and the totals are incomplete'
+            : shown > 0 ? 'Cancelled — showing partial results' : 'Cancelled — no calls found so far'}</span>
+          <button type="button" class="btn btn-small" data-testid="calls-retry" onClick={onRetry}>Retry</button>
+        </div>
+      )}
       {reasons.length > 0 && (
         <div class="banner banner-amber" data-testid="calls-partial">
           <span>Partial results ({reasons.map(partialText).join('; ')}): the rows shown are correct, there may be more.</span>
@@ -341,7 +413,7 @@ function Banners({ loader, fieldErr, statsPartial, onRetry }: {
 }
 
 function partialText(r: string): string {
-  if (r === 'scan_budget') return 'the scan budget was reached';
+  if (r === 'scan_budget') return 'the server\'s limit of calls examined was reached';
   if (r === 'response_size') return 'a page reached its size cap';
   return r;
 }

@@ -28,6 +28,8 @@ export interface TableProps {
   resetKey: string;
   canLoadMore: boolean;
   skeleton: boolean;
+  /** the rows are the best found so far by a query still running (or cancelled): muted */
+  provisional?: boolean;
   body?: ComponentChildren;      // replaces the rows (empty state)
   onSort: (c: ColDef) => void;
   onResize: (key: string, width: number, done: boolean) => void;
@@ -132,7 +134,7 @@ export function CallsTable(p: TableProps) {
   }
 
   return (
-    <div class="cl-scroll" ref={ref} onScroll={onScroll} data-testid="calls-table" role="grid" aria-rowcount={n}>
+    <div class={`cl-scroll${p.provisional ? ' cl-provisional' : ''}`} ref={ref} onScroll={onScroll} data-testid="calls-table" role="grid" aria-rowcount={n}>
       <div class="cl-inner" style={{ minWidth: `${total}px` }}>
         <div class="cl-head" role="row">
           {p.cols.map((col, j) => (

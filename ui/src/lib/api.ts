@@ -30,7 +30,8 @@ export function apiUrl(path: string, params?: URLSearchParams | Record<string, s
   return `/api/v1${path}${s ? '?' + s : ''}`;
 }
 
-async function decode<T>(res: Response): Promise<T> {
+/** The JSON body of an answer, or an ApiError with the server's fields for a non-2xx one. */
+export async function decode<T>(res: Response): Promise<T> {
   const text = await res.text();
   let body: any = null;
   try { body = text ? JSON.parse(text) : null; } catch { body = null; }
@@ -127,6 +128,10 @@ export interface CallsStats {
   scanned: number;
   partial: boolean;
   partial_reasons: string[];
+  /** width of one chart column in ms (newer servers) */
+  column_ms?: number;
+  /** where the answer came from (newer servers; informative) */
+  source?: string;
 }
 
 export interface RestartRow { restart_ms: number; first_ms: number; last_ms: number; calls: number }
