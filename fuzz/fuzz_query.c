@@ -10,7 +10,9 @@
  *     with cp_json_str reads back the same (name, value) sequence;
  *   - cursor and call id: an accepted text is canonical (re-formats to the same text);
  *     cursors and refs built from input bytes format and re-parse to equal values;
- *   - sort: an accepted column name is the column's name, with an optional sign.
+ *   - sort: an accepted column name is the column's name, with an optional sign;
+ *   - the search's prefilter (cp_search_needles): a call the search matches holds one of
+ *     the needles in its method, pod, a param name or a value.
  *
  * Differential check of the matcher: the input also reads as a recipe (pieces split at
  * NUL bytes: method, pod, control bytes, then params as name\1value\2value...). The
@@ -571,6 +573,25 @@ static void check_search_differential(const uint8_t *data, size_t size)
         int got = cp_search_match(q, &v);
         FZ_CHECK(got == expect, "query [%.*s] matched %d, reference says %d (json %zu bytes)", (int)qtext.len,
                  (const char *)qtext.data, got, expect, json.len);
+        /* the prefilter is sound: a matching call holds one of its needles somewhere */
+        const char *nd[CP_SEARCH_MAX_TERMS];
+        size_t nl[CP_SEARCH_MAX_TERMS];
+        size_t nn = cp_search_needles(q, nd, nl, CP_SEARCH_MAX_TERMS);
+        if (got && nn) {
+            int found = 0;
+            for (size_t k = 0; k < nn && !found; k++) {
+                const uint8_t *x = (const uint8_t *)nd[k];
+                found = fq_contains(r.method.data, r.method.len, x, nl[k]) || fq_contains(r.pod.data, r.pod.len, x, nl[k]);
+                for (size_t j = 0; j < r.nparams && !found; j++) {
+                    const fq_param *pp = &r.params[j];
+                    found = fq_contains(pp->name.data, pp->name.len, x, nl[k]);
+                    for (size_t v = 0; v < pp->nvals && !found; v++)
+                        found = fq_contains(pp->vals[v].data, pp->vals[v].len, x, nl[k]);
+                }
+            }
+            FZ_CHECK(found, "query [%.*s] matched a call holding none of its %zu prefilter needles", (int)qtext.len,
+                     (const char *)qtext.data, nn);
+        }
         cp_search_free(q);
     }
     cp_buf_free(&json);

@@ -27,12 +27,12 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
 {
     const cp_http_config *c = h->cfg;
     if (http_check_args(a, NULL, o)) return;
-    o->json = json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:s},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:s}",
+    o->json = json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:s},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:s}",
                         "version", c->version ? c->version : "",
                         "features",
                         "calls", 1, "stats", 1, "tree", 1, "merged_tree", 1, "trace_download", 1,
                         "export_csv", 1, "export_xlsx", 0, "dumps", c->dumps != NULL, "hide_system", 1,
-                        "ui", cp_ui_asset_count > 0, "auth", "none",
+                        "ui", cp_ui_asset_count > 0, "stream", 1, "auth", "none",
                         "limits",
                         "max_span_ms", (json_int_t)c->max_span_ms,
                         "default_limit", (json_int_t)(c->max_limit < 100 ? c->max_limit : 100),

@@ -198,6 +198,8 @@ typedef struct http_query {
     size_t npods;
     http_match match;                   /* search + pods, for the filter's predicate */
     cp_rollup_sel sel;                  /* the same, spelled out for the stats rollups */
+    cp_name needles[CP_SEARCH_MAX_TERMS]; /* the search's prefilter (cp_search_needles) */
+    size_t nneedles;
     int errors_only;
     int hide_system;                    /* ui.md §3.6 */
     cp_sort_col sort;

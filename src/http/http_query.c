@@ -317,6 +317,12 @@ int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query 
         q->match.idle = cp_system_idle_default;
         q->match.nidle = cp_system_idle_default_count;
     }
+    if (q->search) {
+        const char *nd[CP_SEARCH_MAX_TERMS];
+        size_t nl[CP_SEARCH_MAX_TERMS];
+        q->nneedles = cp_search_needles(q->search, nd, nl, CP_SEARCH_MAX_TERMS);
+        for (size_t i = 0; i < q->nneedles; i++) q->needles[i] = (cp_name){nd[i], nl[i]};
+    }
     q->sel = (cp_rollup_sel){q->npods ? q->pods : NULL, q->npods, q->hide_system,
                              q->hide_system ? cp_rollup_idle_fp(q->match.idle, q->match.nidle) : 0, q->search != NULL};
     if ((flags & HTTP_Q_SORT) && get_sort(a, &q->sort, &q->desc, o)) return -1;
@@ -381,6 +387,8 @@ void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f)
     if (q->search) {
         f->params = q->params;
         f->nparams = q->nparams;
+        f->needles = q->nneedles ? q->needles : NULL;
+        f->nneedles = q->nneedles;
     }
     f->method_substr = q->method;
     f->sort = q->sort;

@@ -55,6 +55,13 @@ size_t cp_search_required_params(const cp_search *q,
                                  void (*fn)(void *ud, const char *name, size_t nlen, const char *val, size_t vlen),
                                  void *ud);
 
+/* Prefilter needles: a call can match only if one of the returned lowercase texts occurs
+ * (ASCII case-insensitively) in its method, its pod name, a param name or a param value
+ * -- the longest required term, else every optional term. Fills needles[0..max) with
+ * pointers into q (and lens), returns how many; 0 when the search has no such condition
+ * (only excluded terms, an empty term) or more than max would be needed. */
+size_t cp_search_needles(const cp_search *q, const char **needles, size_t *lens, size_t max);
+
 /* 1 if the lowercased needle nd[0..nn) occurs in h[0..hn), ASCII letters compared
  * case-insensitively (the search's substring test; SSE2 where available). */
 int cp_ci_contains(const char *h, size_t hn, const char *nd, size_t nn);

@@ -508,3 +508,27 @@ size_t cp_search_required_params(const cp_search *q,
     }
     return count;
 }
+
+size_t cp_search_needles(const cp_search *q, const char **needles, size_t *lens, size_t max)
+{
+    const search_term *best = NULL;
+    for (size_t i = 0; i < q->nterms; i++) {
+        const search_term *t = &q->terms[i];
+        if (t->sign == SIGN_REQUIRED && (!best || t->nlen > best->nlen)) best = t;
+    }
+    if (best) {
+        if (best->nlen == 0 || max < 1) return 0;
+        needles[0] = best->needle;
+        lens[0] = best->nlen;
+        return 1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < q->nterms; i++) {
+        const search_term *t = &q->terms[i];
+        if (t->sign != SIGN_OPTIONAL) continue;
+        if (t->nlen == 0 || n == max) return 0;
+        needles[n] = t->needle;
+        lens[n++] = t->nlen;
+    }
+    return n;
+}

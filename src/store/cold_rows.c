@@ -14,6 +14,7 @@
  *                decimal int32 (negatives allowed: printed with %d).
  */
 #include "cp_cold.h"
+#include "query/cp_query.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,6 +318,31 @@ static void value_at(const cp_pq_column_data *cd, int col, size_t i, cp_pq_value
         }
         break;
     }
+}
+
+static int bytes_has(cp_pq_bytes b, const cp_name *needles, size_t n)
+{
+    if (!b.p) return 0;
+    for (size_t k = 0; k < n; k++)
+        if (cp_ci_contains((const char *)b.p, b.len, needles[k].p, needles[k].len)) return 1;
+    return 0;
+}
+
+int cp_cold_rows_contains(const cp_cold_rows *d, size_t i, const cp_name *needles, size_t n)
+{
+    if (!d->has_rg || i >= d->nrows) return 0;
+    const cp_pq_column_data *m = &d->data[CP_COLD_C_METHOD], *p = &d->data[CP_COLD_C_POD];
+    if ((d->have & CP_COLD_COL(CP_COLD_C_METHOD)) && m->b && bytes_has(m->b[i], needles, n)) return 1;
+    if ((d->have & CP_COLD_COL(CP_COLD_C_POD)) && p->b && bytes_has(p->b[i], needles, n)) return 1;
+    const cp_pq_column_data *pm = &d->data[CP_COLD_C_PARAMS];
+    if (!(d->have & CP_COLD_COL(CP_COLD_C_PARAMS)) || !pm->map_off || (pm->nulls && pm->nulls[i])) return 0;
+    for (size_t e = pm->map_off[i]; e < pm->map_off[i + 1]; e++) {
+        const cp_pq_map_entry *x = &pm->map_entries[e];
+        if (bytes_has(x->key, needles, n)) return 1;
+        for (size_t v = 0; x->values && v < x->nvalues; v++)
+            if (bytes_has(x->values[v], needles, n)) return 1;
+    }
+    return 0;
 }
 
 int cp_cold_rows_call(cp_cold_rows *d, size_t i, int json, cp_call *out)

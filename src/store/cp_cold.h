@@ -287,6 +287,10 @@ size_t cp_cold_rows_count(const cp_cold_rows *d);
 /* The values of an integer column of that row group (NULL unless decoded): direct access
  * for the loops that look at one column of every row (the time of a time-sorted file). */
 const int64_t *cp_cold_rows_ints(const cp_cold_rows *d, int col);
+/* 1 if one of the lowercase needles occurs (ASCII case-insensitively) in row i's method,
+ * pod name, a param name or value -- among the decoded columns (method, pod and params
+ * must be). The prefilter of cp_call_filter.needles, without building the row. */
+int cp_cold_rows_contains(const cp_cold_rows *d, size_t i, const cp_name *needles, size_t n);
 /* Row i of that row group as a call. Columns not decoded are zero / empty / NULL (error
  * is 0 unless params were decoded). params_json is built only when json is non-zero and
  * the params were decoded (else it is "{}"). Valid until the next call or read. */

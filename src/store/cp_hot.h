@@ -69,6 +69,11 @@ typedef struct cp_call_filter {
     size_t nparams;
     /* match spelled out for the stats rollups; NULL with a match = not answerable */
     const cp_rollup_sel *sel;
+    /* A prefilter implied by match (cp_search_needles): a call can match only if one of
+     * these lowercase texts occurs in its method, pod, a param name or value. Lets a
+     * reader reject most rows without building them. NULL / 0 = none. */
+    const cp_name *needles;
+    size_t nneedles;
     /* Called between units of work (a hot window, a cold file, every ~64k rows scanned);
      * a non-zero return cancels the operation, which then returns CP_EABORT. NULL = none. */
     int (*progress)(void *ud, const cp_progress *p);

@@ -971,11 +971,14 @@ static uint32_t step1_columns(const cp_call_filter *f)
     return c;
 }
 
-/* Step 1 for one row: 1 if it matches every filter, comes after the keyset and would be
- * kept now; counts it against the budget. */
-static int row_wanted(tr_search *s, const cp_call *c, uint64_t h)
+/* Step 1 for row i (c built without its params JSON): 1 if it matches every filter,
+ * comes after the keyset and would be kept now; counts it against the budget. The
+ * search's prefilter runs on the decoded columns before the row is built with its
+ * params JSON for the predicate; *c is that row then. */
+static int row_wanted(tr_search *s, tr_open *o, size_t i, cp_call *c, uint64_t h, int *err)
 {
     const cp_call_filter *f = s->f;
+    *err = CP_OK;
     if (c->ts_ms < s->from || c->ts_ms >= s->to) return 0;
     if (f->ns && !str_eq(c->ns, c->ns_len, f->ns, s->ns_len)) return 0;
     if (f->service && !str_eq(c->service, c->service_len, f->service, s->service_len)) return 0;
@@ -995,7 +998,9 @@ static int row_wanted(tr_search *s, const cp_call *c, uint64_t h)
     }
     s->scanned++;
     if (s->needle && !cp_ci_contains(c->method, c->method_len, s->needle, s->needle_len)) return 0;
+    if (f->nneedles && !cp_cold_rows_contains(o->rows, i, f->needles, f->nneedles)) return 0;
     if (f->match) {
+        if ((*err = rows_call(s->tr, o, i, 1, c)) != CP_OK) return 0;
         cp_call_view v = {c->method, c->method_len, c->pod, c->pod_len, c->params_json, c->params_json_len};
         if (!f->match(f->match_ud, &v)) return 0;
     }
@@ -1022,16 +1027,17 @@ static int search_rg(tr_search *s, tr_open *o, size_t rg)
     tiered_reader *tr = s->tr;
     const cp_call_filter *f = s->f;
     uint32_t c1 = step1_columns(f);
-    int json1 = f->match != NULL;
     int st = rows_read(tr, o, rg, c1);
     if (st != CP_OK) return st;
     size_t n = cp_cold_rows_count(o->rows);
     s->ncand = 0;
     for (size_t i = 0; i < n && !s->over; i++) {
         cp_call c;
-        if ((st = rows_call(tr, o, i, json1, &c)) != CP_OK) return st;
+        if ((st = rows_call(tr, o, i, 0, &c)) != CP_OK) return st;
         uint64_t h = cp_pod_hash(c.ns, c.ns_len, c.pod, c.pod_len);
-        if (row_wanted(s, &c, h) && cand_push(s, i) != CP_OK) return tr_oom(tr);
+        int ok = row_wanted(s, o, i, &c, h, &st);
+        if (st != CP_OK) return st;
+        if (ok && cand_push(s, i) != CP_OK) return tr_oom(tr);
     }
     if (!s->ncand) return CP_OK;
     uint32_t all = CP_COLD_COLS_ALL & ~CP_COLD_COL(CP_COLD_C_TRACE);
@@ -1087,7 +1093,6 @@ static int search_rg_time(tr_search *s, tr_open *o, size_t rg)
     if (i0 >= i1) return CP_OK;
     /* the first row the walk meets must be wanted by time at all */
     if (time_done(s, f->desc ? ts[i1 - 1] : ts[i0])) return CP_OK;
-    int json1 = f->match != NULL;
     if ((st = rows_read(tr, o, rg, step1_columns(f))) != CP_OK) return st;
     s->ncand = 0;
     size_t passed = 0;
@@ -1097,9 +1102,11 @@ static int search_rg_time(tr_search *s, tr_open *o, size_t rg)
         if (time_done(s, ts[i])) break;
         if (passed >= s->cap && ts[i] != last_pass) break; /* the rest of the group is worse than these */
         cp_call c;
-        if ((st = rows_call(tr, o, i, json1, &c)) != CP_OK) return st;
+        if ((st = rows_call(tr, o, i, 0, &c)) != CP_OK) return st;
         uint64_t h = cp_pod_hash(c.ns, c.ns_len, c.pod, c.pod_len);
-        if (!row_wanted(s, &c, h)) continue;
+        int ok = row_wanted(s, o, i, &c, h, &st);
+        if (st != CP_OK) return st;
+        if (!ok) continue;
         if (cand_push(s, i) != CP_OK) return tr_oom(tr);
         passed++;
         last_pass = ts[i];
@@ -1612,8 +1619,9 @@ static int stats_scan(void *ud, const cp_call_filter *sub)
                 return 1;
             }
             cp_call c;
-            if ((st = rows_call(tr, o, i, json, &c)) != CP_OK) return st;
             examined++;
+            if (sub->nneedles && !cp_cold_rows_contains(o->rows, i, sub->needles, sub->nneedles)) continue;
+            if ((st = rows_call(tr, o, i, json, &c)) != CP_OK) return st;
             if (!stats_row_ok(k, sub, &c)) continue;
             cp_stats_add_call(k->acc, &c);
             k->info->scanned_calls++;
