@@ -248,9 +248,11 @@ static int write_files(compactor *k)
         .pq = cfg->pq,
         .index_params = (const char *const *)k->params,
         .nindex = k->nparams,
-        .idle = cfg->idle,
-        .nidle = cfg->nidle,
-        .idle_fp = cp_rollup_idle_fp(cfg->idle, cfg->nidle),
+        /* no list given: the built-in one, as serve's default */
+        .idle = cfg->idle ? cfg->idle : cp_system_idle_default,
+        .nidle = cfg->idle ? cfg->nidle : cp_system_idle_default_count,
+        .idle_fp = cfg->idle ? cp_rollup_idle_fp(cfg->idle, cfg->nidle)
+                             : cp_rollup_idle_fp(cp_system_idle_default, cp_system_idle_default_count),
         .stop = cfg->stop,
     };
     char err[256];

@@ -137,7 +137,8 @@ typedef struct cp_catalog_ops {
      * (defaults 5 min, 3 h). Call before any call_put. */
     int (*set_windows)(cp_catalog *c, int64_t window_ms, int64_t ahead_ms);
     /* The idle-method list of the hot rollups' system flag (query/cp_rollup.h; kept by
-     * pointer: it must outlive the catalog). Default: the built-in list. */
+     * pointer: it must outlive the catalog). Default: the built-in list. Call it before
+     * any call_put (entries already held keep the fingerprint they were made with). */
     void (*set_idle)(cp_catalog *c, const char *const *idle, size_t n);
     /* The maintenance task's share of the hot tier: creates every window from the one
      * holding now_ms up to now_ms + ahead (inventory status ready). Cheap when they

@@ -198,7 +198,7 @@ typedef struct cp_compactor_config {
     int64_t lease_ms;                    /* see cp_compact_opts */
     const cp_pq_writer_opts *pq;         /* calls files; NULL = the cold writer's defaults */
     /* the idle-method list of the rollups' system flag (cp_system_call): serve's list,
-     * so "hide system calls" is answered from the rollups */
+     * so "hide system calls" is answered from the rollups; NULL = the built-in list */
     const char *const *idle;
     size_t nidle;
     /* progress: one line per file / claim (NULL = quiet) */
