@@ -585,8 +585,8 @@ static void check_search_differential(const uint8_t *data, size_t size)
                 for (size_t j = 0; j < r.nparams && !found; j++) {
                     const fq_param *pp = &r.params[j];
                     found = fq_contains(pp->name.data, pp->name.len, x, nl[k]);
-                    for (size_t v = 0; v < pp->nvals && !found; v++)
-                        found = fq_contains(pp->vals[v].data, pp->vals[v].len, x, nl[k]);
+                    for (size_t vi = 0; vi < pp->nvals && !found; vi++)
+                        found = fq_contains(pp->vals[vi].data, pp->vals[vi].len, x, nl[k]);
                 }
             }
             FZ_CHECK(found, "query [%.*s] matched a call holding none of its %zu prefilter needles", (int)qtext.len,

@@ -1370,6 +1370,40 @@ typedef struct client_job {
     char what[256];
 } client_job;
 
+/* /services without its restarts' last_ms: the server sets it when a connection closes, in
+ * a catalog transaction that may commit after the replay's last calls did (so after the
+ * setup saw them), which is a change of the data, not of how it is answered. Compact,
+ * sorted keys; "" if the body is not JSON. */
+static void services_normal(const cp_buf *b, cp_buf *out)
+{
+    out->len = 0;
+    json_t *doc = json_loadb((const char *)b->data, b->len, 0, NULL);
+    size_t i, j, k, l;
+    json_t *ns, *svc, *pod, *rs;
+    json_array_foreach(json_object_get(doc, "namespaces"), i, ns)
+        json_array_foreach(json_object_get(ns, "services"), j, svc)
+            json_array_foreach(json_object_get(svc, "pods"), k, pod)
+                json_array_foreach(json_object_get(pod, "restarts"), l, rs) json_object_del(rs, "last_ms");
+    char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (text && cp_buf_append(out, text, strlen(text)) != CP_OK) out->len = 0; /* (no cmocka assert off the main thread) */
+    free(text);
+    json_decref(doc);
+}
+
+static int same_answer(const char *path, const cp_buf *got, const cp_buf *want)
+{
+    if (!strstr(path, "/services?")) return got->len == want->len && !memcmp(got->data, want->data, got->len);
+    cp_buf a, b;
+    cp_buf_init(&a);
+    cp_buf_init(&b);
+    services_normal(got, &a);
+    services_normal(want, &b);
+    int same = a.len > 0 && a.len == b.len && !memcmp(a.data, b.data, a.len);
+    cp_buf_free(&a);
+    cp_buf_free(&b);
+    return same;
+}
+
 static void *client_run(void *arg)
 {
     client_job *j = arg;
@@ -1380,7 +1414,7 @@ static void *client_run(void *arg)
             size_t k = (i + (size_t)r) % j->npaths;
             int st;
             if (http_get(j->port, j->paths[k], &st, &b, NULL) != 0 || st != 200 ||
-                (k != 1 && (b.len != j->want[k].len || memcmp(b.data, j->want[k].data, b.len)))) {
+                (k != 1 && !same_answer(j->paths[k], &b, &j->want[k]))) {
                 if (!j->failures++) snprintf(j->what, sizeof j->what, "%s: status %d", j->paths[k], st);
             }
         }
@@ -1415,10 +1449,10 @@ static void test_concurrency(void **state)
         jobs[i] = (client_job){env.port, paths, np, want, 5, 0, ""};
         assert_int_equal(pthread_create(&th[i], NULL, client_run, &jobs[i]), 0);
     }
-    for (int i = 0; i < NT; i++) {
-        pthread_join(th[i], NULL);
+    /* every thread is joined before a failure ends the test: they use jobs[] on this stack */
+    for (int i = 0; i < NT; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < NT; i++)
         if (jobs[i].failures) fail_msg("client %d: %d failures, first: %s", i, jobs[i].failures, jobs[i].what);
-    }
     for (size_t i = 0; i < np; i++) cp_buf_free(&want[i]);
 }
 
