@@ -34,11 +34,13 @@
  * "warm" = the median of --runs more on the last reader.
  * DuckDB (bench/cold_query_duckdb.mjs, @duckdb/node-api, 1 thread): the same question
  * over the same calls files (read_parquet of the list), first on a fresh instance, then
- * warm. The answers are compared (the last row's time, the totals): a mismatch is
+ * warm; rows with every column the API shows (as ours), or with --duck-narrow only the key
+ * columns (DuckDB's best case). The answers are compared (the last row's time, the totals): a mismatch is
  * reported and makes the exit status 1.
  *
  * usage: bench_cold_query [--hours N] [--rows N] [--dir DIR] [--keep] [--reuse DIR]
- *                         [--runs N] [--firsts N] [--json] [--no-duckdb] [--only Q1,Q2] [--node PATH]
+ *                         [--runs N] [--firsts N] [--json] [--no-duckdb] [--duck-narrow] [--only Q1,Q2]
+ *                         [--node PATH]
  *                         [--script PATH] [--tools DIR]
  *   defaults: 6 hours x 2 000 000 rows (12 M calls, ~4 GB), 5 runs, $TMPDIR or /tmp
  *   --reuse DIR  a directory a --keep run left: no generation
@@ -78,7 +80,7 @@
 typedef struct opts {
     uint64_t hours, rows, runs, firsts;
     const char *dir, *reuse, *only, *node, *script, *tools;
-    int keep, json, no_duckdb;
+    int keep, json, no_duckdb, narrow;
 } opts;
 
 static double now_s(void)
@@ -448,6 +450,7 @@ static int run_once(question *q, cp_reader *r, char *check, size_t cap)
     f.max_scan = 20000000;
     cp_search *srch = NULL;
     cp_cold_param params[8];
+    cp_name needles[CP_SEARCH_MAX_TERMS];
     f.params = params;
     if (q->term[0]) {
         char err[256];
@@ -458,6 +461,11 @@ static int run_once(question *q, cp_reader *r, char *check, size_t cap)
         f.match = match_q;
         f.match_ud = srch;
         cp_search_required_params(srch, q_add_param, &f);
+        const char *nd[CP_SEARCH_MAX_TERMS];
+        size_t nl[CP_SEARCH_MAX_TERMS];
+        f.nneedles = cp_search_needles(srch, nd, nl, CP_SEARCH_MAX_TERMS);
+        for (size_t k = 0; k < f.nneedles; k++) needles[k] = (cp_name){nd[k], nl[k]};
+        f.needles = needles;
     }
     int st;
     if (q->kind == Q_STATS) {
@@ -607,8 +615,8 @@ static int run_duckdb(const opts *o, const char dir[4000], const readers *rs, qu
     fprintf(f, "]}\n");
     fclose(f);
     char cmd[16384];
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --files '%s' --spec '%s' --runs %llu --tools '%s' --threads 1", o->node,
-             o->script, list, spec, (unsigned long long)o->runs, o->tools);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --files '%s' --spec '%s' --runs %llu --tools '%s' --threads 1 --columns %s",
+             o->node, o->script, list, spec, (unsigned long long)o->runs, o->tools, o->narrow ? "narrow" : "all");
     FILE *p = popen(cmd, "r");
     if (!p) return 1;
     char line[4096];
@@ -644,7 +652,7 @@ static int run_duckdb(const opts *o, const char dir[4000], const readers *rs, qu
 static void usage(FILE *f)
 {
     fprintf(f, "usage: bench_cold_query [--hours N] [--rows N] [--dir DIR] [--keep] [--reuse DIR] [--runs N] [--firsts N]\n"
-               "                        [--json] [--no-duckdb] [--only Q1,Q2] [--node PATH] [--script PATH]\n"
+               "                        [--json] [--no-duckdb] [--duck-narrow] [--only Q1,Q2] [--node PATH] [--script PATH]\n"
                "                        [--tools DIR]\n");
 }
 
@@ -665,6 +673,7 @@ static int parse(int argc, char **argv, opts *o)
         if (!strcmp(a, "--json")) o->json = 1;
         else if (!strcmp(a, "--keep")) o->keep = 1;
         else if (!strcmp(a, "--no-duckdb")) o->no_duckdb = 1;
+        else if (!strcmp(a, "--duck-narrow")) o->narrow = 1;
         else if (v && !strcmp(a, "--hours")) st = cp_parse_u64(argv[++i], 24 * 31, &o->hours);
         else if (v && !strcmp(a, "--rows")) st = cp_parse_u64(argv[++i], 100000000, &o->rows);
         else if (v && !strcmp(a, "--runs")) st = cp_parse_u64(argv[++i], MAX_RUNS, &o->runs);

@@ -5,7 +5,7 @@
 // (scripts/node-tools.sh installs it); nothing here is linked into cloudprof.
 //
 //   node bench/cold_query_duckdb.mjs --files LISTFILE --spec SPEC.json [--runs N] [--threads T]
-//                                    [--tools DIR]
+//                                    [--tools DIR] [--columns all|narrow]
 //
 // LISTFILE: one absolute Parquet path per line (empty lines ignored). SPEC.json:
 //   {"questions": [{"name": "...", "kind": "...", "from": MS, "to": MS, ...}, ...]}
@@ -21,7 +21,8 @@
 //   column_ms     kind stats_chart: width of a chart column
 // Every question reads the files with read_parquet([...]) each time (no table is loaded).
 // Row questions project every column of the API's Call object (never the trace blob), as
-// our reader hands over whole calls; the SQL of each kind is in questionSql below.
+// our reader hands over whole calls; with --columns narrow only time, duration, namespace,
+// pod_name, restart_time, trace_index. The SQL of each kind is in questionSql below.
 //
 // Timing (wall clock, process.hrtime.bigint, the SQL run plus reading its result into JS):
 //   first   the first execution on a fresh in-memory DuckDB instance made for that question
@@ -47,10 +48,11 @@ import { fileURLToPath } from 'node:url'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const KINDS = ['latest', 'slowest', 'stats', 'stats_chart', 'param', 'word']
-const USAGE = 'usage: cold_query_duckdb.mjs --files LISTFILE --spec SPEC.json [--runs N] [--threads T] [--tools DIR]'
+const USAGE = 'usage: cold_query_duckdb.mjs --files LISTFILE --spec SPEC.json [--runs N] [--threads T] [--tools DIR] [--columns all|narrow]'
+let NARROW = false
 
 function parseArgs(argv) {
-  const o = { runs: 5, threads: 1, tools: path.join(here, '..', 'tests', 'tools') }
+  const o = { runs: 5, threads: 1, columns: 'all', tools: path.join(here, '..', 'tests', 'tools') }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i], v = argv[i + 1]
     if (a === '--files' && v) o.files = argv[++i]
@@ -58,6 +60,7 @@ function parseArgs(argv) {
     else if (a === '--runs' && v) o.runs = Number(argv[++i])
     else if (a === '--threads' && v) o.threads = Number(argv[++i])
     else if (a === '--tools' && v) o.tools = argv[++i]
+    else if (a === '--columns' && (v === 'all' || v === 'narrow')) o.columns = argv[++i]
     else throw new Error(`bad argument ${a}\n${USAGE}`)
   }
   if (!o.files || !o.spec) throw new Error(USAGE)
@@ -130,10 +133,13 @@ function questionSql(q, files, timeType) {
   if (q.maxDuration !== null) conds.push(`duration <= ${q.maxDuration}`)
   // every column the API's Call object shows (all but the trace blob): the rows our reader
   // hands over are whole calls, so DuckDB materialises the same
-  const rowCols = 'epoch_ms(time) AS time_ms, duration, namespace, pod_name, epoch_ms(restart_time) AS restart_ms,' +
-    ' trace_index, cpu_time, wait_time, memory_used, non_blocking, queue_wait_duration, suspend_duration, calls,' +
-    ' transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written, service_name,' +
-    ' method, params, thread, method_id, trace_reason'
+  // (--columns narrow: only the key columns, DuckDB's best case)
+  const rowCols = NARROW
+    ? 'epoch_ms(time) AS time_ms, duration, namespace, pod_name, epoch_ms(restart_time) AS restart_ms, trace_index'
+    : 'epoch_ms(time) AS time_ms, duration, namespace, pod_name, epoch_ms(restart_time) AS restart_ms,' +
+      ' trace_index, cpu_time, wait_time, memory_used, non_blocking, queue_wait_duration, suspend_duration, calls,' +
+      ' transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written, service_name,' +
+      ' method, params, thread, method_id, trace_reason'
   const rowsOrderedByTime = extra =>
     `SELECT ${rowCols} FROM ${src} WHERE ${[...conds, `(${extra})`].join(' AND ')} ORDER BY time DESC LIMIT ${q.limit}`
   switch (q.kind) {
@@ -208,6 +214,7 @@ async function timed(con, sql) {
 
 async function main() {
   const o = parseArgs(process.argv.slice(2))
+  NARROW = o.columns === 'narrow'
   const files = readFiles(o.files)
   let spec
   try {
