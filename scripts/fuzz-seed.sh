@@ -75,6 +75,27 @@ seed dec_sql sql0 "$st/test-service.sql.0.protocol"
 seed dec_sql xml0 "$st/test-service.xml.0.protocol" 1024
 seed dec_sql v2sql "$v2/stream.sql.bin"
 seed dec_sql v2xml "$v2/stream.xml.bin"
+# CBOR raw trace (fuzz/fuzz_cbortrace.c): the fixture and prefixes ending inside the string
+# definitions, after all symbols (1426) and inside the first and second records
+seed cbortrace orders "$fx/foreign/orders.cbor" 64 1426 1600 2300
+# TPTP traces (fuzz/fuzz_tptp_bin.c, fuzz_tptp_xml.c): the fixtures, and prefixes ending in
+# the header, inside the first messages and mid-file
+seed tptp_bin shop "$fx/foreign/shop.trcbin" 7 12 26 300 4000
+seed tptp_bin be "$fx/foreign/shop-be.trcbin" 700
+seed tptp_bin extras "$fx/foreign/shop-extras.trcbin" 24 8000 9100
+seed tptp_xml shop "$fx/foreign/shop.trcxml" 39 120 2000 8000
+# shapes the fixtures lack: ISO-8859-1 strings (encoding message, then "Kr\xf3w"); XML
+# escapes, String[] escapes, custom text, <unknown>, skipped elements and a decimal time
+# at a frequency that is no power of ten
+{
+    hex 30 54 42 46 01 00 01 01 0c 00 00 00
+    hex 01 00 07 00 00 00 6c 61 74 69 6e 31 00
+    hex ec 03 0d 00 00 00 4b 72 f3 77 00 15 cd 5b 07 00 00 00 00
+} >"$root/fuzz/corpus-tptp_bin/seed-latin1"
+printf '%s' '<?xml version="1.0"?><TRACE><encoding name="latin1"/><frequency ticksPerSecond="3"/>' \
+    '<gcRoot type="a&amp;b&#9;c" classIdRef="-7"/><monWait time="-1.333333333" stackDepth="2" ' \
+    'stackMethods="a\|b|c\\" stackLines="1|-2"/><custom>x &lt;y&gt;<b>z</b></custom>' \
+    '<unknown id="77" size="6"/><other a="1"/></TRACE>' >"$root/fuzz/corpus-tptp_xml/seed-synthetic"
 
 # posDictionary has no fixture: synthesize phrases of (varint id, varstring word)
 # records with explicit, out-of-order and multi-byte ids.

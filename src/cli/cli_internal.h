@@ -3,6 +3,7 @@
 #define CP_CLI_INTERNAL_H
 
 #include "common/cp_common.h"
+#include "store/cp_catalog.h"
 #include "store/cp_ostore.h"
 
 #include <stdint.h>
@@ -21,6 +22,10 @@ int cp_cli_storage_resolve(cp_cli_storage *s, char *err, size_t errlen);
 int cp_cli_storage_open_store(const cp_cli_storage *s, cp_ostore **out, char *err, size_t errlen);
 /* "14d", "36h", "90m", "30s", "0" -> milliseconds. */
 int cp_cli_parse_span(const char *s, int64_t *ms);
+/* Opens the catalog `spec` for writing calls the way serve writes them: hot windows of
+ * window_ms (0 = 5 min), the idle list (NULL = the built-in one). */
+int cp_cli_open_catalog_for(const char *spec, int64_t window_ms, const char *const *idle, size_t nidle,
+                            cp_catalog **out, char *err, size_t errlen);
 /* The options' lines for --help. */
 extern const char *cp_cli_storage_help;
 

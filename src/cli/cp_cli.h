@@ -8,7 +8,10 @@
 int cp_cli_serve(int argc, char **argv);
 int cp_cli_decode(int argc, char **argv);
 int cp_cli_raw(int argc, char **argv);
+int cp_cli_convert(int argc, char **argv);
 int cp_cli_emulate(int argc, char **argv);
 int cp_cli_compact(int argc, char **argv);
+int cp_cli_import(int argc, char **argv);
+int cp_cli_export(int argc, char **argv);
 
 #endif

@@ -12,6 +12,9 @@ static const struct {
     {"serve", cp_cli_serve, "run the collector (agents on :1715, query API on :8080)"},
     {"decode", cp_cli_decode, "decode a stream file or a conversation capture to JSON Lines"},
     {"raw", cp_cli_raw, "print a stored stream file byte-identical to what the agent sent"},
+    {"import", cp_cli_import, "import TPTP (.trcbin, .trcxml) and CBOR raw traces as calls"},
+    {"export", cp_cli_export, "write calls as a TPTP trace (.trcbin or .trcxml)"},
+    {"convert", cp_cli_convert, "convert a TPTP trace between .trcbin and .trcxml"},
     {"compact", cp_cli_compact, "compact closed hot windows into Parquet files in the cold store"},
     {"emulate", cp_cli_emulate, "emulate profiler agents streaming to a collector (load test)"},
 };

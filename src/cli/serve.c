@@ -551,6 +551,14 @@ static int open_reader(void *ud, cp_reader **out, char *err, size_t errlen)
     return st;
 }
 
+/* An import's writes go through a catalog connection of its own, set up like the
+ * server's: the same hot windows and idle list (rollup fingerprints). */
+static int open_catalog(void *ud, cp_catalog **out, char *err, size_t errlen)
+{
+    const cp_server_config *c = ud;
+    return cp_cli_open_catalog_for(c->catalog, c->hot_window_ms, c->idle_methods, c->nidle_methods, out, err, errlen);
+}
+
 int cp_cli_serve(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -637,6 +645,8 @@ int cp_cli_serve(int argc, char **argv)
     o.cold.nidle_methods = o.nidle_methods;
     o.http.open_reader = open_reader;
     o.http.open_reader_ud = &rctx;
+    o.http.open_catalog = open_catalog;
+    o.http.open_catalog_ud = &o.cfg;
     o.http.version = CP_VERSION_STRING;
     o.http.log = http_log_line;
     o.http.log_ud = &o.cfg.log_level;

@@ -74,3 +74,20 @@ const char *cp_cli_storage_help =
     "  --s3-endpoint URL        S3 endpoint, http(s)://host:port, path-style requests\n"
     "                           (CLOUDPROF_S3_ENDPOINT)\n"
     "  --s3-region NAME         SigV4 region (CLOUDPROF_S3_REGION, default us-east-1)\n";
+
+int cp_cli_open_catalog_for(const char *spec, int64_t window_ms, const char *const *idle, size_t nidle,
+                            cp_catalog **out, char *err, size_t errlen)
+{
+    cp_catalog *c = NULL;
+    int st = cp_catalog_open(spec, &c, err, errlen);
+    if (st != CP_OK) return st;
+    if (idle) cp_catalog_set_idle(c, idle, nidle);
+    st = cp_catalog_set_windows(c, window_ms > 0 ? window_ms : 300000, 0);
+    if (st != CP_OK) {
+        snprintf(err, errlen, "catalog: %s", cp_catalog_errmsg(c));
+        cp_catalog_close(c);
+        return st;
+    }
+    *out = c;
+    return CP_OK;
+}

@@ -265,6 +265,14 @@ size_t cp_utf8_seq(const uint8_t *p, size_t left);
 int cp_utf8_repair(cp_buf *out, const char *s, size_t n);
 int cp_json_str16(cp_buf *out, cp_str16 s);
 
+/* ---- writing stream content (protocol.md §1.4, §1.7) ------------------------------- */
+
+/* Unsigned LEB128 of the 32-bit pattern (minimal). */
+int cp_buf_put_varint(cp_buf *b, uint32_t v);
+/* varstring of UTF-8 text: the UTF-16 unit count, then each unit big-endian; a byte that
+ * starts no valid UTF-8 sequence becomes U+FFFD. CP_ELIMIT past 2^31 units. */
+int cp_buf_put_varstring(cp_buf *b, const char *s, size_t n);
+
 /* ---- misc -------------------------------------------------------------------------- */
 
 int64_t cp_now_ms(void);      /* wall clock, epoch ms */

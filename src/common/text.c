@@ -175,6 +175,57 @@ int cp_json_str16(cp_buf *out, cp_str16 s)
     return st;
 }
 
+int cp_buf_put_varint(cp_buf *b, uint32_t v)
+{
+    uint8_t tmp[5];
+    size_t n = 0;
+    do {
+        uint8_t c = v & 0x7F;
+        v >>= 7;
+        tmp[n++] = (uint8_t)(c | (v ? 0x80 : 0));
+    } while (v);
+    return cp_buf_append(b, tmp, n);
+}
+
+/* The code point of the UTF-8 sequence at p (len bytes, already checked by cp_utf8_seq). */
+static uint32_t utf8_decode(const uint8_t *p, size_t len)
+{
+    if (len == 1) return p[0];
+    uint32_t cp = p[0] & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) cp = (cp << 6) | (p[i] & 0x3F);
+    return cp;
+}
+
+int cp_buf_put_varstring(cp_buf *b, const char *s, size_t n)
+{
+    const uint8_t *p = (const uint8_t *)s;
+    uint64_t units = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = cp_utf8_seq(p + i, n - i);
+        units += len == 4 ? 2 : 1;
+        i += len ? len : 1;
+    }
+    if (units > INT32_MAX) return CP_ELIMIT;
+    int st = cp_buf_put_varint(b, (uint32_t)units);
+    if (st == CP_OK) st = cp_buf_reserve(b, (size_t)units * 2);
+    if (st != CP_OK) return st;
+    uint8_t *o = b->data + b->len;
+    for (size_t i = 0; i < n;) {
+        size_t len = cp_utf8_seq(p + i, n - i);
+        uint32_t cp = len ? utf8_decode(p + i, len) : 0xFFFD;
+        i += len ? len : 1;
+        if (cp >= 0x10000) { /* a surrogate pair */
+            cp -= 0x10000;
+            uint32_t hi = 0xD800 | (cp >> 10), lo = 0xDC00 | (cp & 0x3FF);
+            *o++ = (uint8_t)(hi >> 8), *o++ = (uint8_t)hi, *o++ = (uint8_t)(lo >> 8), *o++ = (uint8_t)lo;
+        } else {
+            *o++ = (uint8_t)(cp >> 8), *o++ = (uint8_t)cp;
+        }
+    }
+    b->len = (size_t)(o - b->data);
+    return CP_OK;
+}
+
 int cp_parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
     if (!*s || strlen(s) > 19) return CP_EINVAL; /* 19 digits cannot overflow 64 bits */

@@ -27,12 +27,13 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
 {
     const cp_http_config *c = h->cfg;
     if (http_check_args(a, NULL, o)) return;
-    o->json = json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:s},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:s}",
+    o->json = json_pack("{s:s,s:{s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:b,s:s},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:s}",
                         "version", c->version ? c->version : "",
                         "features",
                         "calls", 1, "stats", 1, "tree", 1, "merged_tree", 1, "trace_download", 1,
                         "export_csv", 1, "export_xlsx", 0, "dumps", c->dumps != NULL, "hide_system", 1,
-                        "ui", cp_ui_asset_count > 0, "stream", 1, "auth", "none",
+                        "ui", cp_ui_asset_count > 0, "stream", 1, "import", c->open_catalog != NULL,
+                        "export_tptp", 1, "auth", "none",
                         "limits",
                         "max_span_ms", (json_int_t)c->max_span_ms,
                         "default_limit", (json_int_t)(c->max_limit < 100 ? c->max_limit : 100),
@@ -42,6 +43,7 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
                         "max_tree_nodes", (json_int_t)c->max_tree_nodes,
                         "max_export_rows", (json_int_t)c->max_export_rows,
                         "cursor_ttl_ms", (json_int_t)c->cursor_ttl_ms,
+                        "import_max_bytes", (json_int_t)c->import_max_bytes,
                         "default_duration", ">=500ms");
     if (!o->json) http_oom(o);
 }

@@ -1,13 +1,15 @@
 /* api_tree.c -- call trees: GET /calls/{id}/tree (one call), GET /tree?ids=a,b and
- * POST /tree {"ids":[...]} (several calls merged), and GET /calls/{id}/trace (the
- * trace part of the call's blob, a valid agent trace file).
+ * POST /tree {"ids":[...]} (several calls merged), GET /calls/{id}/trace (the trace part
+ * of the call's blob, a valid agent trace file), and the TPTP exports GET
+ * /calls/{id}/export and GET /tree/export?ids=.. (model/cp_import.h).
  *
- * Calls are fetched one at a time with their blobs; each blob is opened, added to the
- * tree and dropped inside the reader's callback, so memory holds one blob plus the tree
- * (bounded by cfg->max_tree_nodes). The response is cp_tree_json's text with CALLS =
- * the Call objects, embedded verbatim.
+ * Calls are fetched one at a time with their blobs (cp_reader_fetch: the blob opened with
+ * its words); each is added to the tree or the export and dropped, so memory holds one
+ * blob plus the tree (bounded by cfg->max_tree_nodes) or the export file. The tree's
+ * response is cp_tree_json's text with CALLS = the Call objects, embedded verbatim.
  */
 #include "http_internal.h"
+#include "model/cp_import.h"
 #include "model/cp_tree.h"
 
 #include <stdio.h>
@@ -16,190 +18,130 @@
 
 static const char *const tree_params[] = {"ids", NULL};
 
-typedef struct tree_ctx {
-    cp_tree *tree;
-    cp_buf calls;          /* "Call,Call,..." */
-    size_t ncalls;
-    size_t added;          /* calls whose trace went into the tree */
-    int status;            /* CP_OK, or the first failure (CP_ELIMIT, CP_ECORRUPT, CP_ENOMEM) */
-    char err[256];
-    char reason[64];       /* trace_dropped_reason of the last call without a trace */
-    int found;
-    /* the fetched call's blob and pod restart, added to the tree once the reader's get
-     * has returned (the dictionary lookup needs the reader) */
-    cp_buf blob;
-    int have_blob;
-    char ns[HTTP_MAX_NAME_BYTES + 1], pod[HTTP_MAX_NAME_BYTES + 1];
-    int64_t restart_ms;
-} tree_ctx;
-
-/* The words the catalog returns for one blob: their bytes in text, (id, offset, length)
- * in at (offsets, because text moves while it grows). */
-typedef struct word_list {
-    struct word_at { int32_t id; size_t off, len; } *at;
-    size_t n, cap;
-    cp_buf text;
-    int oom;
-} word_list;
-
-static int got_word(void *ud, int32_t id, const char *text, size_t len)
+/* Sets the error for a failed tree build or export. */
+static void tree_fail(int status, const char *err, http_out *o)
 {
-    word_list *l = ud;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        struct word_at *at = realloc(l->at, cap * sizeof *at);
-        if (!at) {
-            l->oom = 1;
-            return 1;
-        }
-        l->at = at;
-        l->cap = cap;
-    }
-    l->at[l->n++] = (struct word_at){id, l->text.len, len};
-    if (cp_buf_append(&l->text, text, len) != CP_OK) {
-        l->oom = 1;
-        return 1;
-    }
-    return 0;
-}
-
-static int attach_words(cp_blob *b, const word_list *wl)
-{
-    if (!wl->n) return CP_OK;
-    cp_blob_word *w = malloc(wl->n * sizeof *w);
-    if (!w) return CP_ENOMEM;
-    for (size_t i = 0; i < wl->n; i++)
-        w[i] = (cp_blob_word){wl->at[i].id, (const char *)wl->text.data + wl->at[i].off, wl->at[i].len};
-    int st = cp_blob_attach_words(b, w, wl->n);
-    free(w);
-    return st;
-}
-
-/* Opens the fetched blob, gives it its pod restart's dictionary words and adds it. */
-static int tree_add_fetched(tree_ctx *t, cp_reader *r)
-{
-    t->have_blob = 0;
-    cp_blob *b = NULL;
-    int32_t *ids = NULL;
-    size_t nids = 0;
-    word_list wl = {0};
-    cp_buf_init(&wl.text);
-    int st = cp_blob_open(t->blob.data, t->blob.len, &b, t->err, sizeof t->err);
-    if (st == CP_OK && b->nwords == 0) {
-        st = cp_blob_word_ids(b, &ids, &nids);
-        if (st == CP_ECORRUPT) snprintf(t->err, sizeof t->err, "the trace does not decode");
-        if (st == CP_OK && nids) st = cp_reader_words(r, t->ns, t->pod, t->restart_ms, ids, nids, got_word, &wl);
-        if (st == CP_OK && wl.oom) st = CP_ENOMEM;
-        if (st == CP_OK) st = attach_words(b, &wl);
-        else if (st != CP_ENOMEM && st != CP_ECORRUPT) {
-            snprintf(t->err, sizeof t->err, "dictionary: %s", cp_reader_errmsg(r));
-            st = CP_EIO;
-        }
-    }
-    if (st == CP_OK) st = cp_tree_add(t->tree, b, t->err, sizeof t->err);
-    cp_blob_free(b);
-    free(ids);
-    free(wl.at);
-    cp_buf_free(&wl.text);
-    if (st == CP_OK) t->added++;
-    return st;
-}
-
-/* The reader's callback: the call's JSON, and its trace into the tree. */
-static int tree_call(void *ud, const cp_call *c)
-{
-    tree_ctx *t = ud;
-    t->found = 1;
-    if ((t->ncalls && cp_buf_putc(&t->calls, ',') != CP_OK) || http_call_json(&t->calls, c) != CP_OK) {
-        t->status = CP_ENOMEM;
-        return 1;
-    }
-    t->ncalls++;
-    if (!c->trace) {
-        snprintf(t->reason, sizeof t->reason, "%s", c->trace_reason ? c->trace_reason : "trace_not_found");
-        return 0;
-    }
-    cp_buf_reset(&t->blob);
-    if (cp_buf_append(&t->blob, c->trace, c->trace_len) != CP_OK) {
-        t->status = CP_ENOMEM;
-        return 1;
-    }
-    snprintf(t->ns, sizeof t->ns, "%.*s", (int)c->ns_len, c->ns);
-    snprintf(t->pod, sizeof t->pod, "%.*s", (int)c->pod_len, c->pod);
-    t->restart_ms = c->restart_ms;
-    t->have_blob = 1;
-    return 0;
-}
-
-/* Sets the error for a failed tree build. */
-static void tree_fail(const tree_ctx *t, http_out *o)
-{
-    if (t->status == CP_ELIMIT)
-        http_error(o, 413, "tree_too_large", "the tree is over its budget: %s", t->err);
-    else if (t->status == CP_ENOMEM)
+    if (status == CP_ELIMIT)
+        http_error(o, 413, "tree_too_large", "the tree is over its budget: %s", err);
+    else if (status == CP_ENOMEM)
         http_oom(o);
-    else if (t->status == CP_EIO)
-        http_error(o, 500, "catalog_error", "%s", t->err);
+    else if (status == CP_EINVAL)
+        http_error(o, 422, "not_exportable", "%s", err);
     else
-        http_error(o, 500, "corrupt_trace", "a stored trace cannot be read: %s", t->err);
+        http_error(o, 500, "corrupt_trace", "a stored trace cannot be read: %s", err);
 }
 
-/* Builds the tree of refs[0..n) and sets the response (or the error). */
-static void build_tree(cp_http *h, const cp_call_ref *refs, size_t n, http_out *o)
+/* Sets the export's answer: the file as an attachment. */
+static void export_answer(const cp_call_ref *refs, size_t n, int xml, cp_buf *file, http_out *o)
+{
+    char id[CP_CALL_ID_MAX];
+    cp_call_id_format(&refs[0], id);
+    const char *ext = xml ? "trcxml" : "trcbin";
+    if (n == 1) snprintf(o->disposition, sizeof o->disposition, "attachment; filename=\"call-%s.%s\"", id, ext);
+    else snprintf(o->disposition, sizeof o->disposition, "attachment; filename=\"calls-%zu.%s\"", n, ext);
+    o->content_type = xml ? "application/xml; charset=utf-8" : "application/octet-stream";
+    cp_buf_free(&o->body);
+    o->body = *file;
+    cp_buf_init(file);
+}
+
+/* Builds the tree of refs[0..n) -- or, with exp, the export file -- from the calls fetched
+ * one at a time, and sets the response (or the error). */
+static void build_tree_or_export(cp_http *h, const cp_call_ref *refs, size_t n, cp_export *exp, int xml, http_out *o)
 {
     cp_tree_limits lim;
     cp_tree_limits_default(&lim);
     lim.max_nodes = h->cfg->max_tree_nodes;
-    tree_ctx t;
-    memset(&t, 0, sizeof t);
-    cp_buf_init(&t.calls);
-    cp_buf_init(&t.blob);
-    t.tree = cp_tree_new(&lim);
+    cp_tree *tree = exp ? NULL : cp_tree_new(&lim);
+    cp_buf calls, file;       /* "Call,Call,..." for the tree; the export's bytes */
+    cp_buf_init(&calls);
+    cp_buf_init(&file);
+    cp_fetched f;
+    cp_fetched_init(&f);
+    char err[256] = "", reason[64] = "trace_not_found";
+    size_t added = 0, ncalls = 0;
+    int status = CP_OK, failed = 0;
     cp_reader *r = NULL;
-    if (!t.tree || http_reader_take(h, o, &r)) {
-        if (!t.tree) http_oom(o);
-        cp_tree_free(t.tree);
-        cp_buf_free(&t.calls);
-        cp_buf_free(&t.blob);
+    if ((!exp && !tree) || http_reader_take(h, o, &r)) {
+        if (!exp && !tree) http_oom(o);
+        cp_tree_free(tree);
         return;
     }
-    int rc;
-    int failed = 0;
-    for (size_t i = 0; i < n && t.status == CP_OK && o->status == 200; i++) {
-        t.found = 0;
-        rc = cp_reader_get(r, &refs[i], 1, tree_call, &t);
-        if (rc == CP_ENOTFOUND || (rc == CP_OK && !t.found)) {
+    for (size_t i = 0; i < n && status == CP_OK && o->status == 200; i++) {
+        int rc = cp_reader_fetch(r, &refs[i], &f, err, sizeof err);
+        if (rc == CP_OK && !f.found) {
             char id[CP_CALL_ID_MAX];
             cp_call_id_format(&refs[i], id);
             http_error(o, 404, "call_not_found", "no call with id %s", id);
             http_error_field(o, "id", id);
+        } else if (rc == CP_ECORRUPT || rc == CP_ENOMEM) {
+            status = rc;
         } else if (rc < 0) {
             failed = 1;
             http_reader_error(o, rc, "get", cp_reader_errmsg(r));
-        } else if (t.have_blob && t.status == CP_OK) {
-            t.status = tree_add_fetched(&t, r);
-            failed = t.status == CP_EIO;
+        } else if (exp) {
+            status = cp_export_add(exp, &f.call, f.blob, &file, err, sizeof err);
+            added++;
+        } else {
+            if ((ncalls++ && cp_buf_putc(&calls, ',') != CP_OK) || http_call_json(&calls, &f.call) != CP_OK) {
+                status = CP_ENOMEM;
+            } else if (f.blob) {
+                status = cp_tree_add(tree, f.blob, err, sizeof err);
+                added++;
+            } else {
+                snprintf(reason, sizeof reason, "%s", f.call.trace_reason ? f.call.trace_reason : "trace_not_found");
+            }
         }
     }
     http_pool_release(h, r, failed);
+    if (o->status == 200 && status == CP_OK && exp) status = cp_export_end(exp, &file, err, sizeof err);
     if (o->status != 200) {
         /* the error is set */
-    } else if (t.status != CP_OK) {
-        tree_fail(&t, o);
-    } else if (t.added == 0) {
-        http_error(o, 410, "trace_unavailable", "no trace available (%s)", t.reason);
-        http_error_field(o, "reason", t.reason);
+    } else if (status != CP_OK) {
+        tree_fail(status, err, o);
+    } else if (exp) {
+        export_answer(refs, n, xml, &file, o);
+    } else if (added == 0) {
+        http_error(o, 410, "trace_unavailable", "no trace available (%s)", reason);
+        http_error_field(o, "reason", reason);
     } else {
         cp_buf arr;
         cp_buf_init(&arr);
-        int bad = cp_buf_putc(&arr, '[') != CP_OK || cp_buf_append(&arr, t.calls.data, t.calls.len) != CP_OK ||
+        int bad = cp_buf_putc(&arr, '[') != CP_OK || cp_buf_append(&arr, calls.data, calls.len) != CP_OK ||
                   cp_buf_putc(&arr, ']') != CP_OK;
-        if (bad || cp_tree_json(t.tree, (const char *)arr.data, arr.len, &o->body) != CP_OK) http_oom(o);
+        if (bad || cp_tree_json(tree, (const char *)arr.data, arr.len, &o->body) != CP_OK) http_oom(o);
         cp_buf_free(&arr);
     }
-    cp_buf_free(&t.calls);
-    cp_buf_free(&t.blob);
-    cp_tree_free(t.tree);
+    cp_fetched_free(&f);
+    cp_buf_free(&calls);
+    cp_buf_free(&file);
+    cp_tree_free(tree);
+}
+
+static void build_tree(cp_http *h, const cp_call_ref *refs, size_t n, http_out *o)
+{
+    build_tree_or_export(h, refs, n, NULL, 0, o);
+}
+
+/* format=trcbin|trcxml (required): 0 or 1, or -1 with the 400 set. */
+static int export_format(const http_args *a, http_out *o)
+{
+    const http_arg *f = http_arg_get(a, "format");
+    if (f && !strcmp(f->val, "trcbin")) return 0;
+    if (f && !strcmp(f->val, "trcxml")) return 1;
+    http_bad_param(o, "format", "bad_parameter", "'format' must be trcbin or trcxml");
+    return -1;
+}
+
+static void export_refs(cp_http *h, const cp_call_ref *refs, size_t n, int xml, http_out *o)
+{
+    cp_export *exp = cp_export_new(xml);
+    if (!exp) {
+        http_oom(o);
+        return;
+    }
+    build_tree_or_export(h, refs, n, exp, xml, o);
+    cp_export_free(exp);
 }
 
 /* Parses one id; 0, or -1 with the 400 set (naming param). */
@@ -237,24 +179,26 @@ void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out
     build_tree(h, &ref, 1, o);
 }
 
-void http_api_tree_get(cp_http *h, const http_args *a, http_out *o)
+/* The ids parameter: the refs (deduplicated, malloc'ed), or -1 with the 400 set. */
+static int parse_ids(cp_http *h, const http_args *a, cp_call_ref **out, size_t *nout, http_out *o)
 {
-    if (http_check_args(a, tree_params, o)) return;
+    *out = NULL;
+    *nout = 0;
     const http_arg *x = http_arg_get(a, "ids");
     if (!x || x->vlen == 0) {
         http_bad_param(o, "ids", "bad_parameter", "'ids' is required (comma-separated call ids)");
-        return;
+        return -1;
     }
     size_t max = h->cfg->max_tree_calls, n = 0, count = 1;
     for (size_t i = 0; i < x->vlen; i++) count += x->val[i] == ',';
     if (count > max) {
         http_bad_param(o, "ids", "too_many_ids", "at most %zu ids", max);
-        return;
+        return -1;
     }
     cp_call_ref *refs = calloc(count, sizeof *refs);
     if (!refs) {
         http_oom(o);
-        return;
+        return -1;
     }
     const char *s = x->val, *end = x->val + x->vlen;
     while (s <= end) {
@@ -262,12 +206,60 @@ void http_api_tree_get(cp_http *h, const http_args *a, http_out *o)
         const char *e = comma ? comma : end;
         cp_call_ref ref;
         memset(&ref, 0, sizeof ref);
-        if (parse_one(s, (size_t)(e - s), "ids", &ref, o)) break;
+        if (parse_one(s, (size_t)(e - s), "ids", &ref, o)) {
+            free(refs);
+            return -1;
+        }
         add_ref(refs, &n, &ref);
         s = e + 1;
     }
-    if (o->status == 200) build_tree(h, refs, n, o);
+    *out = refs;
+    *nout = n;
+    return 0;
+}
+
+void http_api_tree_get(cp_http *h, const http_args *a, http_out *o)
+{
+    cp_call_ref *refs;
+    size_t n;
+    if (http_check_args(a, tree_params, o) || parse_ids(h, a, &refs, &n, o)) return;
+    build_tree(h, refs, n, o);
     free(refs);
+}
+
+/* GET /tree/export?ids=..&format=.. (or POST with {"ids":[...]} for long lists): several
+ * calls in one TPTP file. */
+static int parse_body(cp_http *h, const cp_buf *body, cp_call_ref **refs, size_t *n, http_out *o);
+
+void http_api_tree_export(cp_http *h, const http_args *a, const cp_buf *body, int body_too_large, http_out *o)
+{
+    static const char *const get_params[] = {"ids", "format", NULL}, *const post_params[] = {"format", NULL};
+    cp_call_ref *refs = NULL;
+    size_t n;
+    int xml;
+    if (http_check_args(a, body ? post_params : get_params, o) || (xml = export_format(a, o)) < 0) return;
+    if (body && body_too_large) {
+        http_error(o, 413, "body_too_large", "the body is larger than %u bytes", HTTP_MAX_BODY_BYTES);
+        return;
+    }
+    if (body ? parse_body(h, body, &refs, &n, o) : parse_ids(h, a, &refs, &n, o)) {
+        free(refs);
+        return;
+    }
+    export_refs(h, refs, n, xml, o);
+    free(refs);
+}
+
+/* GET /calls/{id}/export?format=..: one call as a TPTP file. */
+void http_api_call_export(cp_http *h, const http_args *a, const char *id, http_out *o)
+{
+    static const char *const params[] = {"format", NULL};
+    cp_call_ref ref;
+    memset(&ref, 0, sizeof ref);
+    int xml;
+    if (http_check_args(a, params, o) || (xml = export_format(a, o)) < 0 || parse_one(id, strlen(id), NULL, &ref, o))
+        return;
+    export_refs(h, &ref, 1, xml, o);
 }
 
 /* {"ids":[string,...]}: the refs (deduplicated), or -1 with the error set. */

@@ -10,6 +10,7 @@
 
 #include "common/cp_common.h"
 #include "model/cp_dumpfmt.h"
+#include "store/cp_catalog.h"
 #include "store/cp_dumps.h"
 #include "store/cp_hot.h"
 
@@ -41,6 +42,12 @@ typedef struct cp_http_config {
     unsigned dump_workers;         /* threads finishing uploads, default 2 */
     size_t dump_parse_max;         /* bytes a parsed view (threads, top, gc, profile) loads, default 256 MiB */
     size_t dump_zip_max_files;     /* files in one bulk download, default 100 000 */
+    /* Imports (POST /api/v1/import): opens one catalog connection for an import's writes,
+     * set up like the server's (hot window length, idle list); NULL = imports answer 503. */
+    int (*open_catalog)(void *ud, cp_catalog **out, char *err, size_t errlen);
+    void *open_catalog_ud;
+    uint64_t import_max_bytes;     /* one import's bytes (after gunzip), default 64 GiB */
+    unsigned import_workers;       /* imports running at once, default 2 */
     /* hide_system (ui.md §3.6): method substrings of idle loops; NULL = the built-in list
      * (cp_system_idle_default). */
     const char *const *idle_methods;

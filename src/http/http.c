@@ -36,6 +36,8 @@ void cp_http_config_default(cp_http_config *cfg)
     cfg->cursor_ttl_ms = 15 * 60 * 1000;
     cfg->version = "0.0.0";
     cfg->dump_workers = 2;
+    cfg->import_workers = 2;
+    cfg->import_max_bytes = (uint64_t)64 << 30;
     cfg->dump_parse_max = (size_t)256 << 20;
     cfg->dump_zip_max_files = 100000;
 }
@@ -237,6 +239,10 @@ int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg) { return jobs
 
 int http_queries_submit(cp_http *h, void (*fn)(void *arg), void *arg) { return jobs_submit(&h->queries, fn, arg); }
 
+int http_imports_submit(cp_http *h, void (*fn)(void *arg), void *arg) { return jobs_submit(&h->imports, fn, arg); }
+
+void http_imports_join(cp_http *h) { jobs_stop(&h->imports); }
+
 void http_streams_stop(cp_http *h)
 {
     h->stopping = 1; /* each running query sees it at its next progress report */
@@ -415,6 +421,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     http_req *rq = *con_cls;
     if (!rq) return;
     if (rq->up) http_diag_free(rq->up); /* an upload cut off is dropped here */
+    if (rq->imp) http_import_free(rq->imp); /* an import cut off stops at its next chunk */
     cp_buf_free(&rq->body);
     free(rq->raw_url);
     free(rq);
@@ -506,7 +513,10 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (!strcmp(p[0], "tree")) allowed = M_GET | M_POST;
     } else if (n == 2 && !strcmp(p[0], "calls")) {
         allowed = M_GET; /* calls/stats and calls/{id} */
-    } else if (n == 3 && !strcmp(p[0], "calls") && (!strcmp(p[2], "tree") || !strcmp(p[2], "trace"))) {
+    } else if (n == 2 && !strcmp(p[0], "tree") && !strcmp(p[1], "export")) {
+        allowed = M_GET | M_POST;
+    } else if (n == 3 && !strcmp(p[0], "calls") &&
+               (!strcmp(p[2], "tree") || !strcmp(p[2], "trace") || !strcmp(p[2], "export"))) {
         allowed = M_GET;
     }
     if (!allowed) {
@@ -540,10 +550,13 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (m == M_POST) http_api_tree_post(h, a, &rq->body, rq->body_too_large, o);
         else http_api_tree_get(h, a, o);
     } else if (n == 2) {
-        if (!strcmp(p[1], "stats")) http_api_stats(h, conn, a, o);
+        if (!strcmp(p[0], "tree")) http_api_tree_export(h, a, m == M_POST ? &rq->body : NULL, rq->body_too_large, o);
+        else if (!strcmp(p[1], "stats")) http_api_stats(h, conn, a, o);
         else http_api_call(h, a, p[1], o);
     } else if (!strcmp(p[2], "tree")) {
         http_api_call_tree(h, a, p[1], o);
+    } else if (!strcmp(p[2], "export")) {
+        http_api_call_export(h, a, p[1], o);
     } else {
         http_api_call_trace(h, a, p[1], o);
     }
@@ -651,6 +664,32 @@ static enum MHD_Result on_diag(cp_http *h, struct MHD_Connection *conn, const ch
     return send_out(h, conn, method, url, &o);
 }
 
+/* POST /api/v1/import: the body streams to an import worker (import.c). */
+static enum MHD_Result on_import(cp_http *h, struct MHD_Connection *conn, const char *method, const char *url,
+                                 const char *upload_data, size_t *upload_data_size, http_req *rq)
+{
+    http_out o;
+    if (!rq->import) { /* headers only */
+        rq->import = 1;
+        rq->seen = 1;
+        out_init(&o);
+        http_args args;
+        memset(&args, 0, sizeof args);
+        MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        if (http_import_begin(h, conn, &args, &rq->imp, &o) == 0) return MHD_YES;
+        return send_out(h, conn, method, url, &o);
+    }
+    if (*upload_data_size) {
+        if (rq->imp) http_import_data(rq->imp, upload_data, upload_data_size);
+        else *upload_data_size = 0; /* answered at once: the body is dropped */
+        return MHD_YES;
+    }
+    if (!rq->imp) return MHD_YES; /* the answer is queued */
+    out_init(&o);
+    if (http_import_finish(rq->imp, &o) == 0) return MHD_YES; /* suspended until the worker answers */
+    return send_out(h, conn, method, url, &o);
+}
+
 /* MHD's access handler (see the file comment for the call sequence). */
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
@@ -662,6 +701,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (!rq) return MHD_NO; /* on_uri could not allocate */
     if (rq->diag || (!rq->seen && is_diag_path(url)))
         return on_diag(h, conn, method, url, upload_data, upload_data_size, rq);
+    if (rq->import || (!rq->seen && method_bit(method) == M_POST && !strcmp(url, "/api/v1/import")))
+        return on_import(h, conn, method, url, upload_data, upload_data_size, rq);
     if (!rq->seen) { /* headers only */
         rq->seen = 1;
         rq->keep_body = method_bit(method) == M_POST && !http_ui_path(url); /* a UI POST is a 405 */
@@ -777,6 +818,17 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         free(h);
         return CP_ENOMEM;
     }
+    if (jobs_start(&h->imports, cfg->import_workers ? cfg->import_workers : 2) != CP_OK) {
+        snprintf(err, errlen, "http: cannot start the import workers");
+        jobs_stop(&h->jobs);
+        jobs_free(&h->jobs);
+        jobs_stop(&h->queries);
+        jobs_free(&h->queries);
+        pool_free(&h->pool);
+        free(h);
+        return CP_ENOMEM;
+    }
+    pthread_mutex_init(&h->imports_mu, NULL);
     pthread_mutex_init(&h->streams_mu, NULL);
     unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
                      (ipv6 ? MHD_USE_IPv6 : 0);
@@ -798,6 +850,9 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         jobs_free(&h->jobs);
         jobs_stop(&h->queries);
         jobs_free(&h->queries);
+        jobs_stop(&h->imports);
+        jobs_free(&h->imports);
+        pthread_mutex_destroy(&h->imports_mu);
         pthread_mutex_destroy(&h->streams_mu);
         pool_free(&h->pool);
         free(h);
@@ -822,9 +877,12 @@ void cp_http_stop(cp_http *h)
     jobs_stop(&h->jobs);
     /* streamed queries: cancelled, their connections resumed, before MHD stops */
     http_streams_stop(h);
+    http_imports_stop(h); /* imports likewise */
     MHD_stop_daemon(h->daemon); /* joins the threads; pending responses are freed */
     jobs_free(&h->jobs);
     jobs_free(&h->queries);
+    jobs_free(&h->imports);
+    pthread_mutex_destroy(&h->imports_mu);
     pthread_mutex_destroy(&h->streams_mu);
     pool_free(&h->pool);
     free(h);

@@ -73,6 +73,10 @@ struct cp_http {
     http_pool pool;
     http_jobs jobs;               /* upload workers */
     http_jobs queries;            /* streamed queries (stream.c) */
+    http_jobs imports;            /* imports (import.c) */
+    pthread_mutex_t imports_mu;
+    struct http_import *imports_live; /* every import not yet freed (stopping aborts them) */
+    int imports_stopping;
     pthread_mutex_t streams_mu;
     size_t streams;               /* streamed queries queued or running */
     volatile int stopping;        /* the server is stopping: streamed queries cancel */
@@ -82,6 +86,10 @@ struct cp_http {
 int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg);
 /* Runs fn(arg) on a query worker thread (stream.c). */
 int http_queries_submit(cp_http *h, void (*fn)(void *arg), void *arg);
+/* Runs fn(arg) on an import worker thread (import.c). */
+int http_imports_submit(cp_http *h, void (*fn)(void *arg), void *arg);
+/* Runs the queued imports to their end and joins the import workers. */
+void http_imports_join(cp_http *h);
 
 /* Logs through cfg->log (no-op without one). */
 void http_log(const cp_http *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -95,6 +103,7 @@ void http_pool_release(cp_http *h, cp_reader *r, int broken);
 /* ---- a request's state (MHD's con_cls) ---------------------------------------------------- */
 
 typedef struct http_upload http_upload;
+typedef struct http_import http_import;
 
 typedef struct http_req {
     char *raw_url;        /* the request target before MHD decodes it (query string included) */
@@ -104,6 +113,8 @@ typedef struct http_req {
     int keep_body;        /* POST: the body is kept (bounded), otherwise discarded */
     int diag;             /* a /diagnostic request */
     http_upload *up;      /* its state (upload.c); NULL before the first call */
+    int import;           /* a POST /api/v1/import */
+    http_import *imp;     /* its state (import.c); NULL when it answered at once */
 } http_req;
 
 /* ---- request arguments --------------------------------------------------------------- */
@@ -164,6 +175,20 @@ void http_oom(http_out *o);
 /* Rejects any parameter whose name is not in allowed (NULL-terminated), duplicated
  * parameters and too many parameters. 0 if fine, else the 400 is set in o. */
 int http_check_args(const http_args *a, const char *const *allowed, http_out *o);
+
+/* ---- imports (import.c) -------------------------------------------------------------- */
+
+/* Headers of POST /api/v1/import: 0 with *out set (the body goes to http_import_data), or
+ * -1 with the answer in o. */
+int http_import_begin(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_import **out, http_out *o);
+/* Body bytes: *n is set to what is left (the connection is suspended until there is room). */
+void http_import_data(http_import *x, const char *data, size_t *n);
+/* End of the body: 0 when suspended until the answer (call again), -1 with it in o. */
+int http_import_finish(http_import *x, http_out *o);
+void http_import_free(http_import *x);
+/* Server stopping: every running import stops at its next chunk (keeping its complete
+ * calls), new ones answer 503; then the workers are joined. */
+void http_imports_stop(cp_http *h);
 
 /* ---- the calls query ----------------------------------------------------------------- */
 
@@ -262,6 +287,10 @@ void http_api_csv(cp_http *h, const http_args *a, http_out *o);
 void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_tree_get(cp_http *h, const http_args *a, http_out *o);
+/* GET /tree/export?ids=..&format=.. or POST /tree/export?format=.. with {"ids":[...]} (body
+ * non-NULL). */
+void http_api_tree_export(cp_http *h, const http_args *a, const cp_buf *body, int body_too_large, http_out *o);
+void http_api_call_export(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_tree_post(cp_http *h, const http_args *a, const cp_buf *body, int body_too_large, http_out *o);
 
 /* ---- the web UI (ui.c) ---------------------------------------------------------------------- */

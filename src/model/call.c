@@ -86,3 +86,30 @@ void cp_sort_key_of(const cp_call *c, cp_sort_col col, int desc, cp_sort_key *k)
     }
     cp_call_ref_of(c, &k->ref);
 }
+
+/* Strings are copied NUL-terminated into one buffer; their pointers are set once it has
+ * stopped growing (it moves while it grows). */
+int cp_call_copy(const cp_call *src, cp_call *dst, cp_buf *mem)
+{
+    *dst = *src;
+    cp_buf_reset(mem);
+    const char *s[] = {src->ns, src->service, src->pod, src->method, src->thread, src->params_json,
+                       (const char *)src->trace};
+    size_t n[] = {src->ns_len, src->service_len, src->pod_len, src->method_len, src->thread_len,
+                  src->params_json_len, src->trace_len};
+    size_t off[7];
+    for (size_t i = 0; i < 7; i++) {
+        off[i] = mem->len;
+        if ((s[i] && cp_buf_append(mem, s[i], n[i]) != CP_OK) || cp_buf_putc(mem, 0) != CP_OK) return CP_ENOMEM;
+    }
+    const char *base = (const char *)mem->data;
+    dst->ns = src->ns ? base + off[0] : NULL;
+    dst->service = src->service ? base + off[1] : NULL;
+    dst->pod = src->pod ? base + off[2] : NULL;
+    dst->method = src->method ? base + off[3] : NULL;
+    dst->thread = src->thread ? base + off[4] : NULL;
+    dst->params_json = src->params_json ? base + off[5] : NULL;
+    dst->trace = src->trace ? (const uint8_t *)base + off[6] : NULL;
+    /* trace_reason is one of the static CP_TRACE_* strings (or a reader's own constant) */
+    return CP_OK;
+}

@@ -129,6 +129,9 @@ typedef struct cp_call_ref {
 } cp_call_ref;
 
 void cp_call_ref_of(const cp_call *c, cp_call_ref *out);
+/* A copy of src that owns its strings and trace (in mem, reset first): for keeping a call
+ * past the callback that handed it over. CP_OK or CP_ENOMEM. */
+int cp_call_copy(const cp_call *src, cp_call *dst, cp_buf *mem);
 
 /* A row's position in a sort order: the sort column in its direction, then ts_ms desc,
  * then the ref (restart_ms, pod_hash, trace_file_index, buffer_offset, record_index)

@@ -605,6 +605,26 @@ static void sq_close(cp_catalog *base)
     free(c);
 }
 
+/* A bulk writer (an import) writes a batch and moves on: an 8 MiB page cache instead of
+ * the ingest writer's 64 MiB, so an import grows the process by little whatever the
+ * file's size. */
+static int sq_set_bulk(cp_catalog *base)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = cp_sq_commit(base);
+    return st == CP_OK ? cp_sq_exec(c, "PRAGMA cache_size = -8192", "set cache size") : st;
+}
+
+/* synchronous=FULL (on) or NORMAL: in WAL mode a FULL commit fsyncs the WAL, which holds
+ * every earlier commit too. Changed outside a transaction only (SQLite's rule). */
+static int sq_set_durable(cp_catalog *base, int on)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = cp_sq_commit(base);
+    if (st != CP_OK) return st;
+    return cp_sq_exec(c, on ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", "set synchronous");
+}
+
 static const cp_catalog_ops sqlite_ops = {
     .name = "sqlite",
     .pod_register = sq_pod_register,
@@ -616,6 +636,8 @@ static const cp_catalog_ops sqlite_ops = {
     .call_put = sq_call_put,
     .set_windows = sq_set_windows,
     .set_idle = sq_set_idle,
+    .set_bulk = sq_set_bulk,
+    .set_durable = sq_set_durable,
     .windows_prepare = sq_windows_prepare,
     .commit = cp_sq_commit,
     .errmsg = sq_errmsg,

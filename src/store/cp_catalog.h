@@ -140,6 +140,13 @@ typedef struct cp_catalog_ops {
      * pointer: it must outlive the catalog). Default: the built-in list. Call it before
      * any call_put (entries already held keep the fingerprint they were made with). */
     void (*set_idle)(cp_catalog *c, const char *const *idle, size_t n);
+    /* A bulk writer (imports): a small page cache (SQLite); NULL = nothing to change. */
+    int (*set_bulk)(cp_catalog *c);
+    /* Commits what is open, then every later commit is durable when it returns (on) or
+     * not (off, SQLite's default here: the raw log is the durable copy). SQLite: a FULL
+     * commit fsyncs the WAL, and with it every commit before; NULL = commits are always
+     * durable (PostgreSQL). For writers with no raw log behind them (imports). */
+    int (*set_durable)(cp_catalog *c, int on);
     /* The maintenance task's share of the hot tier: creates every window from the one
      * holding now_ms up to now_ms + ahead (inventory status ready). Cheap when they
      * exist. Runs on the owner's thread. */
@@ -264,6 +271,11 @@ static inline int cp_catalog_set_windows(cp_catalog *c, int64_t window_ms, int64
 static inline void cp_catalog_set_idle(cp_catalog *c, const char *const *idle, size_t n)
 {
     if (c->ops->set_idle) c->ops->set_idle(c, idle, n);
+}
+static inline int cp_catalog_set_bulk(cp_catalog *c) { return c->ops->set_bulk ? c->ops->set_bulk(c) : CP_OK; }
+static inline int cp_catalog_set_durable(cp_catalog *c, int on)
+{
+    return c->ops->set_durable ? c->ops->set_durable(c, on) : c->ops->commit(c);
 }
 static inline int cp_catalog_windows_prepare(cp_catalog *c, int64_t now_ms)
 {

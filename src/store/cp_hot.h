@@ -201,6 +201,26 @@ int cp_reader_open_pg(const char *conninfo, cp_reader **out, char *err, size_t e
 /* Either, by the catalog spec (cp_catalog_open). */
 int cp_reader_open(const char *spec, cp_reader **out, char *err, size_t errlen);
 
+/* ---- one call with its tree (fetch.c) ---------------------------------------------------- */
+
+/* A call fetched by id and kept: the call owns its strings, and its blob is opened with
+ * every dictionary word its trace uses (from the blob, else from the catalog). */
+typedef struct cp_fetched {
+    int found;
+    cp_call call;            /* valid while found */
+    cp_blob *blob;           /* NULL: the call has no trace (call.trace_reason says why) */
+    cp_buf mem;              /* the call's strings and blob bytes */
+    cp_buf words;            /* texts of the words looked up */
+    cp_blob_word *w;
+    size_t nw, capw;
+} cp_fetched;
+
+void cp_fetched_init(cp_fetched *f);
+void cp_fetched_free(cp_fetched *f);
+/* CP_OK (f->found tells whether there is such a call), CP_ECORRUPT for a stored trace
+ * that does not decode (err says why), or the reader's failure (cp_reader_errmsg). */
+int cp_reader_fetch(cp_reader *r, const cp_call_ref *ref, cp_fetched *f, char *err, size_t errlen);
+
 static inline const char *cp_reader_errmsg(const cp_reader *r) { return r->ops->errmsg(r); }
 static inline void cp_reader_close(cp_reader *r)
 {

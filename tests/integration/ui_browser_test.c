@@ -8,7 +8,8 @@
  * its screenshots to <build>/ui-artifacts/ (kept: CI keeps them).
  *
  * env given to e2e.mjs: CP_UI_BASE (http://127.0.0.1:<port>), CP_UI_FROM, CP_UI_TO (the
- * window), CP_UI_NS, CP_UI_POD, CP_UI_SERVICE (the capture's), CP_UI_ARTIFACTS, and
+ * window), CP_UI_NS, CP_UI_POD, CP_UI_SERVICE (the capture's), CP_UI_ARTIFACTS,
+ * CP_FIXTURES_DIR (the foreign trace it imports through the UI) and
  * NODE_PATH=<repo>/tests/tools/node_modules.
  *
  * Without node, playwright-core or /usr/bin/chromium, or with a cloudprof built without
@@ -250,7 +251,8 @@ static void test_browser(void **state)
     snprintf(artifacts, sizeof artifacts, "%s/ui-artifacts", CP_BUILD_DIR);
     if (mkdir(artifacts, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", artifacts, strerror(errno));
 
-    char e_base[64], e_from[64], e_to[64], e_ns[600], e_pod[600], e_svc[600], e_art[1300], e_path[1200], e_calls[64];
+    char e_base[64], e_from[64], e_to[64], e_ns[600], e_pod[600], e_svc[600], e_art[1300], e_path[1200], e_calls[64],
+        e_fix[1200];
     snprintf(e_base, sizeof e_base, "CP_UI_BASE=http://127.0.0.1:%d", srv.http_port);
     snprintf(e_from, sizeof e_from, "CP_UI_FROM=%lld", FROM_MS);
     snprintf(e_to, sizeof e_to, "CP_UI_TO=%lld", TO_MS);
@@ -260,7 +262,8 @@ static void test_browser(void **state)
     snprintf(e_calls, sizeof e_calls, "CP_UI_FIXTURE_CALLS=%zu", fixture_calls());
     snprintf(e_art, sizeof e_art, "CP_UI_ARTIFACTS=%s", artifacts);
     snprintf(e_path, sizeof e_path, "NODE_PATH=%s/tests/tools/node_modules", CP_SOURCE_DIR);
-    const char *extra[] = {e_base, e_from, e_to, e_ns, e_pod, e_svc, e_calls, e_art, e_path, NULL};
+    snprintf(e_fix, sizeof e_fix, "CP_FIXTURES_DIR=%s", CP_FIXTURES_DIR);
+    const char *extra[] = {e_base, e_from, e_to, e_ns, e_pod, e_svc, e_calls, e_art, e_path, e_fix, NULL};
 
     const char *hold = getenv("CP_UI_HOLD");
     if (hold && atoi(hold) > 0) { /* a developer's loaded server (scripts/ui-dev.sh) */

@@ -5,18 +5,22 @@
 // Steps, each asserting what is on the page and leaving a screenshot in CP_UI_ARTIFACTS:
 // open discovery, pick the pod, see the calls of test-service, sort by duration, search
 // by a parameter value, open a call's tree and find a method in it, switch to the flame
-// graph, merge two calls, open a thread dump. The whole walk runs at 1280x800 and again
-// at 1920x1080; any console error or page error fails the run.
+// graph, merge two calls, open a thread dump, import a foreign trace (TPTP binary) through
+// the Import dialog and open its calls, a tree and the tree's Export menu. The whole walk
+// runs at 1280x800 and again at 1920x1080; any console error or page error fails the run.
 //
 // The fixture conversation's handshake names the pod's service `esc-ui-service`; its
 // streams are the `test-service.*` stream fixtures, whose 45 calls (CP_UI_FIXTURE_CALLS,
 // counted by the harness from test-service.calls.expected.txt) the list must show.
 //
 // env: CP_UI_BASE, CP_UI_FROM, CP_UI_TO, CP_UI_NS, CP_UI_SERVICE, CP_UI_POD,
-//      CP_UI_FIXTURE_CALLS, CP_UI_ARTIFACTS; NODE_PATH must reach playwright-core.
+//      CP_UI_FIXTURE_CALLS, CP_UI_ARTIFACTS; NODE_PATH must reach playwright-core;
+//      CP_FIXTURES_DIR (default: ../shared/fixtures next to the repository) holds
+//      foreign/shop.trcbin and its expected import.
 import { createRequire } from 'node:module';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 
 const require = createRequire(import.meta.url);
@@ -36,6 +40,10 @@ const POD = env('CP_UI_POD');
 const ART = env('CP_UI_ARTIFACTS');
 const FIXTURE_CALLS = Number(env('CP_UI_FIXTURE_CALLS'));
 mkdirSync(ART, { recursive: true });
+const FIXTURES = process.env.CP_FIXTURES_DIR
+  || resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures');
+const FOREIGN = join(FIXTURES, 'foreign/shop.trcbin');
+const FOREIGN_EXPECTED = JSON.parse(readFileSync(`${FOREIGN}.expected.json`, 'utf8'));
 
 const short = POD.replace(/_\d{10,}$/, '');
 const errors = [];
@@ -238,7 +246,100 @@ async function walk(browser, width, height) {
   log(`8. thread dump ${td.id}: ${threadRows} thread rows, Thread-2 listed`);
   await tdPage.close();
 
+  await importTrace(context, page, size, `e2e-import-${width}`);
+
   await context.close();
+}
+
+/** 9. Import trace: the TPTP binary fixture into a namespace of this pass (so the second
+ *  pass imports it anew), its report, its calls list, one call's tree and the Export menu
+ *  of that tree and of two calls merged. */
+async function importTrace(context, page, size, ns) {
+  const want = FOREIGN_EXPECTED.calls.length;
+  const { service, pod } = FOREIGN_EXPECTED.identity;
+  await page.getByTestId('import-open').click();
+  const dialog = page.getByTestId('import-dialog');
+  await dialog.waitFor();
+  await page.getByTestId('import-file').setInputFiles(FOREIGN);
+  await dialog.getByTestId('import-file-name').filter({ hasText: 'shop.trcbin' }).waitFor();
+  await page.getByTestId('import-namespace').fill(ns);
+  await shot(page, size, 'import-dialog');
+  await page.getByTestId('import-start').click();
+  const report = page.getByTestId('import-report');
+  await report.waitFor();
+  assert.equal(await report.getAttribute('data-kind'), 'ok', await report.innerText());
+  assert.equal(Number(await report.getAttribute('data-calls')), want, 'the report counts every call of the file');
+  assert.equal(await page.getByTestId('import-headline').innerText(), `Imported ${want} calls`);
+  const text = await report.innerText();
+  assert.match(text, /TPTP binary/);
+  assert.ok(text.includes(`${ns} / ${service} / ${pod}`), `the identity: ${text}`);
+  assert.match(await page.getByTestId('import-progress').innerText(), /100 %/);
+  await shot(page, size, 'import-report');
+  log(`9. imported ${FOREIGN}: ${want} calls into ${ns}`);
+
+  // the calls list of exactly the imported calls
+  await page.getByTestId('import-open-calls').click();
+  await dialog.waitFor({ state: 'detached' });
+  const url = new URL(page.url());
+  assert.equal(url.pathname, '/calls');
+  assert.deepEqual(url.searchParams.getAll('pod'), [`${ns}/${service}/${pod}`]);
+  assert.equal(url.searchParams.get('dur'), 'all');
+  assert.equal(url.searchParams.get('hideSystem'), '0');
+  await page.getByTestId('calls-status').filter({ hasText: `Displaying ${want} of ${want} calls` }).waitFor();
+  assert.equal(await page.getByTestId('calls-row').count(), want);
+  assert.match(await page.getByTestId('rail').innerText(), new RegExp(ns));
+  await shot(page, size, 'import-calls');
+  const win = `from=${url.searchParams.get('from')}&to=${url.searchParams.get('to')}`;
+  const listed = await api(`/calls?${win}&namespace=${ns}&pod=${encodeURIComponent(pod)}&limit=100`);
+  assert.equal(listed.calls.length, want);
+  for (const c of listed.calls) assert.deepEqual(c.params['import.format'], ['trcbin']);
+  log(`9. the calls list shows the ${want} imported calls`);
+
+  // one call's tree, its root method, the Export menu
+  // the OrderController call with the most calls in its tree
+  const call = listed.calls.filter((c) => c.method.startsWith('com.acme.shop.web.OrderController.'))
+    .sort((a, b) => b.calls - a.calls)[0];
+  assert.ok(call, 'an OrderController call was imported');
+  const row = page.locator(`[data-testid=calls-row][data-id="${call.id}"]`);
+  await row.scrollIntoViewIfNeeded();
+  const [tree] = await Promise.all([context.waitForEvent('page'), row.getByTestId('call-link').click()]);
+  watch(tree, `${size} imported tree`);
+  await tree.getByTestId('tree-row').first().waitFor();
+  const root = await tree.getByTestId('tree-row').first().getAttribute('data-method');
+  assert.ok(root.includes('com.acme.shop.web.OrderController'), `the root method: ${root}`);
+  assert.match(await tree.getByTestId('tree-header').innerText(), new RegExp(ns));
+  await tree.getByTestId('tree-export').click();
+  await tree.getByTestId('tree-export-menu').waitFor();
+  const one = encodeURIComponent(call.id);
+  assert.equal(await tree.getByTestId('tree-export-trcbin').getAttribute('href'), `/api/v1/calls/${one}/export?format=trcbin`);
+  assert.equal(await tree.getByTestId('tree-export-trcxml').getAttribute('href'), `/api/v1/calls/${one}/export?format=trcxml`);
+  await shot(tree, size, 'import-tree-export');
+  const [xml] = await Promise.all([tree.waitForEvent('download'), tree.getByTestId('tree-export-trcxml').click()]);
+  assert.match(xml.suggestedFilename(), /\.trcxml$/);
+  const xmlFile = join(ART, `${size}-export.trcxml`);
+  await xml.saveAs(xmlFile);
+  assert.match(readFileSync(xmlFile, 'utf8'), /OrderController/, 'the exported XML holds the call');
+  await tree.close();
+  log(`9. tree of ${call.id}: ${root.split('(')[0]}; exported ${xml.suggestedFilename()}`);
+
+  // two calls as one tree: the Export menu names both
+  await page.getByTestId('calls-row').nth(0).click();
+  await page.getByTestId('calls-row').nth(1).click({ modifiers: ['Control'] });
+  const merge = page.getByTestId('merge-selected');
+  await merge.filter({ hasText: /2 calls/ }).waitFor();
+  const [merged] = await Promise.all([context.waitForEvent('page'), merge.click()]);
+  watch(merged, `${size} imported merged`);
+  await merged.getByTestId('tree-row').first().waitFor();
+  const ids = new URL(merged.url()).searchParams.getAll('call');
+  assert.equal(ids.length, 2);
+  await merged.getByTestId('tree-export').click();
+  const both = encodeURIComponent(ids.join(','));
+  assert.equal(await merged.getByTestId('tree-export-trcbin').getAttribute('href'), `/api/v1/tree/export?ids=${both}&format=trcbin`);
+  assert.equal(await merged.getByTestId('tree-export-trcxml').getAttribute('href'), `/api/v1/tree/export?ids=${both}&format=trcxml`);
+  const [bin] = await Promise.all([merged.waitForEvent('download'), merged.getByTestId('tree-export-trcbin').click()]);
+  assert.match(bin.suggestedFilename(), /\.trcbin$/);
+  await merged.close();
+  log(`9. two imported calls as one tree: exported ${bin.suggestedFilename()}`);
 }
 
 /** The method text of the deepest node of a tree JSON (not the root). */

@@ -1,13 +1,15 @@
 // Shell.tsx -- the frame of the list screens (ui.md §1.1): top bar with the tabs, the
 // period controls, the discovery rail on the left, and the screen on the right. The
 // discovery answer is fetched here once per window and handed to the screen, which needs
-// it to turn a multi-selection into API filters.
+// it to turn a multi-selection into API filters. "Import trace" (a button in the top bar,
+// or a file dropped anywhere on the page) opens the import dialog.
 
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { apiGet, isAbort, type ServicesResp } from '../lib/api';
 import { resolveWindow, selectionFromParams, useApp, type Selection, type Win } from '../lib/ctx';
 import { buildUrl, contextParams, navigate, type Route } from '../lib/url';
+import { ImportDialog, useFileDrag, type DroppedFile } from './ImportDialog';
 import { PeriodBar } from './PeriodBar';
 import { Rail } from './Rail';
 
@@ -32,6 +34,9 @@ export function Shell({ route, screen }: { route: Route; screen: (p: ScreenProps
   const [collapsed, setCollapsed] = useState(false);
   const [toast, setToast] = useState<string | null>(null);
   const [refresh, setRefresh] = useState(0);
+  const [importOpen, setImportOpen] = useState(false);
+  const [dropped, setDropped] = useState<DroppedFile | null>(null);
+  const dragging = useFileDrag((file) => { setDropped((d) => ({ file, seq: (d?.seq ?? 0) + 1 })); setImportOpen(true); });
 
   useEffect(() => {
     const ac = new AbortController();
@@ -64,6 +69,9 @@ export function Shell({ route, screen }: { route: Route; screen: (p: ScreenProps
           ))}
         </nav>
         <div class="topbar-right">
+          <button type="button" class="btn btn-ghost" data-testid="import-open"
+            title="Import a trace file (TPTP .trcbin / .trcxml, CBOR); you can also drop it on the page"
+            onClick={() => { setDropped(null); setImportOpen(true); }}>Import trace…</button>
           <button type="button" class="btn btn-ghost" title="Reload the data" data-testid="refresh"
             onClick={() => setRefresh(refresh + 1)}>⟳</button>
           <span class="muted small">{app.config ? `v${app.config.version}` : ''}</span>
@@ -76,6 +84,11 @@ export function Shell({ route, screen }: { route: Route; screen: (p: ScreenProps
         <main class="screen">{screen({ route, win, sel, disc, refresh })}</main>
       </div>
       {toast && <div class="toast" data-testid="toast">{toast}</div>}
+      {dragging && !importOpen && <div class="imp-page-drop" data-testid="import-page-drop">Drop the trace file to import it</div>}
+      {importOpen && (
+        <ImportDialog dropped={dropped} dragging={dragging} onClose={() => setImportOpen(false)}
+          onImported={() => setRefresh((r) => r + 1)} />
+      )}
     </div>
   );
 }

@@ -1,6 +1,7 @@
 // TreeScreen.tsx -- the call-tree page once its data is in memory (ui.md §4.2–§4.7, §10.1):
 // context header, tabs (Call Tree, Hotspots, Parameters, derived tabs), toolbar (search,
-// Tree | Flame | Icicle, Adjust duration, Setup categories, Download page, Raw trace),
+// Tree | Flame | Icicle, Adjust duration, Setup categories, Download page, Raw trace,
+// Export as TPTP),
 // banners, the active view, the node menu with its operations, dialogs and toasts.
 // The view state lives in a StateIO: the URL online, memory in a downloaded page.
 
@@ -14,6 +15,7 @@ import {
   applyAdjust, applyCategories, incoming, outgoing, parseAdjust, parseCategories, usages, type Categories,
 } from './derived';
 import { downloadStandalone, offlineFileName } from './download';
+import { ExportMenu } from './ExportMenu';
 import { parseMetric, type Metric } from './flame';
 import { FlameView } from './FlameView';
 import { HotspotsView } from './Hotspots';
@@ -329,6 +331,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
         <a class="btn btn-small" data-testid="tree-raw-trace" href={`/api/v1/calls/${encodeURIComponent(data.ids[0])}/trace`} download
           title="The raw agent trace of this call">Raw trace</a>
       )}
+      {!offline && data.ids.length > 0 && data.ids[0] !== 'synthetic' && <ExportMenu ids={data.ids} />}
     </div>
   );
 

@@ -1,0 +1,74 @@
+/* fetch.c -- cp_reader_fetch: one call by id, kept past the reader's callback, with its
+ * trace blob opened and given the dictionary words it uses. The agent path stores blobs
+ * without words (the catalog has them per pod restart); imports store them inside. */
+#include "store/cp_hot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cp_fetched_init(cp_fetched *f)
+{
+    memset(f, 0, sizeof *f);
+    cp_buf_init(&f->mem);
+    cp_buf_init(&f->words);
+}
+
+void cp_fetched_free(cp_fetched *f)
+{
+    cp_blob_free(f->blob);
+    cp_buf_free(&f->mem);
+    cp_buf_free(&f->words);
+    free(f->w);
+    memset(f, 0, sizeof *f);
+}
+
+typedef struct fetch_ctx {
+    cp_fetched *f;
+    int status;
+} fetch_ctx;
+
+static int got_call(void *ud, const cp_call *c)
+{
+    fetch_ctx *x = ud;
+    x->f->found = 1;
+    x->status = cp_call_copy(c, &x->f->call, &x->f->mem);
+    return x->status != CP_OK;
+}
+
+/* Word texts are kept as offsets while the buffer grows; pointers are set at the end. */
+static int got_word(void *ud, int32_t id, const char *text, size_t len)
+{
+    cp_fetched *f = ud;
+    if (cp_grow((void **)&f->w, &f->capw, f->nw + 1, sizeof *f->w, 64) != CP_OK) return 1;
+    f->w[f->nw++] = (cp_blob_word){id, (const char *)(uintptr_t)f->words.len, len};
+    return cp_buf_append(&f->words, text, len) != CP_OK;
+}
+
+int cp_reader_fetch(cp_reader *r, const cp_call_ref *ref, cp_fetched *f, char *err, size_t errlen)
+{
+    cp_blob_free(f->blob);
+    f->blob = NULL;
+    f->found = 0;
+    f->nw = 0;
+    cp_buf_reset(&f->words);
+    fetch_ctx x = {f, CP_OK};
+    int st = cp_reader_get(r, ref, 1, got_call, &x);
+    if (st == CP_ENOTFOUND) return CP_OK;
+    if (st < 0) return st;
+    if (x.status != CP_OK) return x.status;
+    if (!f->found || !f->call.trace) return CP_OK;
+    st = cp_blob_open(f->call.trace, f->call.trace_len, &f->blob, err, errlen);
+    if (st != CP_OK || f->blob->nwords) return st;
+    int32_t *ids = NULL;
+    size_t nids = 0;
+    st = cp_blob_word_ids(f->blob, &ids, &nids);
+    if (st == CP_ECORRUPT) cp_set_err(err, errlen, "the trace does not decode");
+    if (st == CP_OK && nids) {
+        st = cp_reader_words(r, f->call.ns, f->call.pod, f->call.restart_ms, ids, nids, got_word, f);
+    }
+    free(ids);
+    if (st != CP_OK) return st;
+    for (size_t i = 0; i < f->nw; i++) f->w[i].text = (const char *)f->words.data + (uintptr_t)f->w[i].text;
+    return f->nw ? cp_blob_attach_words(f->blob, f->w, f->nw) : CP_OK;
+}
