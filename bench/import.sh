@@ -84,7 +84,7 @@ port=$(sed -n 's/^http_port=//p' "$work/ready")
 rss_before=$(awk '/VmRSS/ {print $2}' "/proc/$server_pid/status")
 h0=$(date +%s.%N)
 taskset -c 1 curl -sS -o "$work/http.json" -w '%{http_code}' -H 'Content-Type: application/octet-stream' \
-    --data-binary "@$file" "http://127.0.0.1:$port/api/v1/import?namespace=bench" >"$work/http.code"
+    -X POST -T "$file" "http://127.0.0.1:$port/api/v1/import?namespace=bench" >"$work/http.code"
 h1=$(date +%s.%N)
 http_s=$(echo "$h1 - $h0" | bc -l)
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")

@@ -114,6 +114,8 @@ struct cp_import {
     /* scratch */
     cp_blob_builder bb;
     cp_buf blob, params_json, tmp;
+    int32_t *sort_tmp;             /* sort_ids' scratch */
+    size_t sort_cap;
     uint64_t calls_out, threads, methods, events, skipped, unknown, too_large, incomplete;
     uint64_t bytes, stopped_at;
     int64_t first_ms, last_ms;     /* of the calls handed over */

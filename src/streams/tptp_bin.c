@@ -14,6 +14,30 @@
 
 static uint64_t rd_uint(const uint8_t *p, size_t n, int big)
 {
+    /* the hot path of every message: whole loads, swapped when the orders differ */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    int swap = big;
+#else
+    int swap = !big;
+#endif
+    switch (n) {
+    case 1: return p[0];
+    case 2: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return swap ? __builtin_bswap16(v) : v;
+    }
+    case 4: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        return swap ? __builtin_bswap32(v) : v;
+    }
+    case 8: {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        return swap ? __builtin_bswap64(v) : v;
+    }
+    }
     uint64_t v = 0;
     for (size_t i = 0; i < n; i++) v |= (uint64_t)p[big ? i : n - 1 - i] << (8 * (n - 1 - i));
     return v;
