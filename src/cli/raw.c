@@ -19,7 +19,7 @@ static const char usage_text[] =
     "       cloudprof raw [--data DIR] --list [--pod POD] [--namespace NS]\n"
     "\n"
     "Prints a stored stream file to stdout, byte-identical to the RCV_DATA payloads the\n"
-    "agent sent for it, or lists the stored files.\n"
+    "agent sent for it up to its last whole record, or lists the stored files.\n"
     "\n"
     "  --data DIR        data directory (CLOUDPROF_DATA, default ./data)\n"
     "  --pod POD         pod name as the agent sent it\n"
@@ -28,6 +28,9 @@ static const char usage_text[] =
     "  --stream NAME     trace, calls, xml, sql, dictionary, posDictionary, suspend,\n"
     "                    params, gc, td, top, heap\n"
     "  --index N         file index (rollingSequenceId + 1; the first file is 1)\n"
+    "  --torn            also print, after the file, a torn tail the server cut off at a\n"
+    "                    disconnect or a crash (kept in <file>.torn): every byte the agent\n"
+    "                    sent, a partial record at the end included\n"
     "  --list            one line per stored file:\n"
     "                    namespace<TAB>pod<TAB>restart_ms<TAB>stream<TAB>index<TAB>bytes\n"
     "  --help            this text\n"
@@ -38,6 +41,7 @@ typedef struct raw_opts {
     const char *data, *pod, *ns, *stream;
     int64_t restart, index; /* -1 = not given */
     int list;
+    int torn;   /* --torn: the cut-off tail too */
 } raw_opts;
 
 /* One stored file (copied out of the walk, whose strings are transient). */
@@ -86,6 +90,10 @@ static int parse_args(raw_opts *o, int argc, char **argv)
         }
         if (!strcmp(a, "--list")) {
             o->list = 1;
+            continue;
+        }
+        if (!strcmp(a, "--torn")) {
+            o->torn = 1;
             continue;
         }
         static const char *const valued[] = {"--data", "--pod", "--namespace", "--stream", "--index", "--restart"};
@@ -187,7 +195,7 @@ static int list(const items *it)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
-static int copy_to_stdout(const char *path)
+static int copy_file(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -212,6 +220,18 @@ static int copy_to_stdout(const char *path)
         }
     }
     close(fd);
+    return rc;
+}
+
+/* The stream file, and with_torn: a torn tail the server cut off after it (kept in
+ * "<file>.torn", cp_rawlog_cut_tail) if there is one. */
+static int copy_to_stdout(const char *path, int with_torn)
+{
+    int rc = copy_file(path);
+    char torn[4200];
+    if (rc == 0 && with_torn && (size_t)snprintf(torn, sizeof torn, "%s.torn", path) < sizeof torn &&
+        access(torn, F_OK) == 0)
+        rc = copy_file(torn);
     return rc;
 }
 
@@ -242,7 +262,7 @@ static int fetch(const raw_opts *o, const items *it)
         const item *x = &it->v[i];
         if (x->restart != restart) continue;
         have_restart = 1;
-        if (!strcmp(x->stream, o->stream) && x->index == o->index) return copy_to_stdout(x->path);
+        if (!strcmp(x->stream, o->stream) && x->index == o->index) return copy_to_stdout(x->path, o->torn);
     }
     if (!have_restart) {
         fprintf(stderr, "cloudprof raw: pod '%s' has no restart %" PRId64 "; restarts:", o->pod, restart);

@@ -56,10 +56,36 @@ static const char usage_text[] =
     "                           closed and reopened on their next write; a file is never\n"
     "                           closed before its bytes are synced) (CLOUDPROF_MAX_OPEN_FILES,\n"
     "                           default: from the fd limit, at most 4096)\n"
+    "  --min-free SIZE|PCT%%    below this much free space on the data directory's file\n"
+    "                           system nothing new is written: agents get 0xFF, uploads and\n"
+    "                           imports 507, /api/v1/health says so; 0 = no floor\n"
+    "                           (CLOUDPROF_MIN_FREE, default 1G or 5%%, whichever is smaller)\n"
+    "  --max-buffered SIZE      partial records held for all agents together; past it an agent\n"
+    "                           holding more than its share gets 0xFF (CLOUDPROF_MAX_BUFFERED,\n"
+    "                           default 64M)\n"
+    "  --max-rotations-per-minute N\n"
+    "                           INITs of one stream name per connection and minute, 0 = any\n"
+    "                           (CLOUDPROF_MAX_ROTATIONS_PER_MINUTE, default 1200)\n"
+    "  --max-files-per-connection N\n"
+    "                           stream files one connection may open, 0 = any\n"
+    "                           (CLOUDPROF_MAX_FILES_PER_CONNECTION, default 20000)\n"
+    "  --wal-max SIZE           SQLite catalog: the WAL is cut back past this size\n"
+    "                           (CLOUDPROF_WAL_MAX, default 64M)\n"
     "  --http-host ADDR         HTTP listen address (CLOUDPROF_HTTP_HOST, default 0.0.0.0)\n"
     "  --http-port N            HTTP port of the API, 0 = any free port (CLOUDPROF_HTTP_PORT,\n"
     "                           default 8080)\n"
     "  --http-threads N         HTTP worker threads (CLOUDPROF_HTTP_THREADS, default 4)\n"
+    "  --http-header-timeout SEC\n"
+    "                           a request's headers must be complete within SEC of the\n"
+    "                           connection's start (or of the last answer on a kept-alive\n"
+    "                           one), else it is closed; bodies are not bounded by it; 0 = no\n"
+    "                           deadline (CLOUDPROF_HTTP_HEADER_TIMEOUT, default 10)\n"
+    "  --http-max-per-client N  HTTP connections at once from one client address, 0 = any\n"
+    "                           (CLOUDPROF_HTTP_MAX_PER_CLIENT, default 256)\n"
+    "  --allowed-origins URL[,URL...]\n"
+    "                           browser origins (https://host[:port]) besides the server's\n"
+    "                           own that may upload, import or delete; other cross-origin\n"
+    "                           writes get 403 (CLOUDPROF_ALLOWED_ORIGINS, default none)\n"
     "  --max-query-span DAYS    widest time range one query may cover (CLOUDPROF_MAX_QUERY_SPAN,\n"
     "                           default 31)\n"
     "  --hot-window MIN         hot-tier window length in minutes (CLOUDPROF_HOT_WINDOW,\n"
@@ -305,7 +331,15 @@ enum {
     OPT_NODE,
     OPT_DUMP_MAX,
     OPT_DUMP_INLINE,
-    OPT_HEAP_KEEP
+    OPT_HEAP_KEEP,
+    OPT_HTTP_HEADER_TIMEOUT,
+    OPT_HTTP_PER_CLIENT,
+    OPT_ALLOWED_ORIGINS,
+    OPT_MIN_FREE,
+    OPT_MAX_BUFFERED,
+    OPT_MAX_ROTATIONS,
+    OPT_MAX_FILES_CONN,
+    OPT_WAL_MAX
 };
 
 static const struct {
@@ -342,6 +376,14 @@ static const struct {
     [OPT_DUMP_MAX] = {"--dump-max-size", "CLOUDPROF_DUMP_MAX_SIZE"},
     [OPT_DUMP_INLINE] = {"--dump-inline-max", "CLOUDPROF_DUMP_INLINE_MAX"},
     [OPT_HEAP_KEEP] = {"--heap-keep", "CLOUDPROF_HEAP_KEEP"},
+    [OPT_HTTP_HEADER_TIMEOUT] = {"--http-header-timeout", "CLOUDPROF_HTTP_HEADER_TIMEOUT"},
+    [OPT_HTTP_PER_CLIENT] = {"--http-max-per-client", "CLOUDPROF_HTTP_MAX_PER_CLIENT"},
+    [OPT_ALLOWED_ORIGINS] = {"--allowed-origins", "CLOUDPROF_ALLOWED_ORIGINS"},
+    [OPT_MIN_FREE] = {"--min-free", "CLOUDPROF_MIN_FREE"},
+    [OPT_MAX_BUFFERED] = {"--max-buffered", "CLOUDPROF_MAX_BUFFERED"},
+    [OPT_MAX_ROTATIONS] = {"--max-rotations-per-minute", "CLOUDPROF_MAX_ROTATIONS_PER_MINUTE"},
+    [OPT_MAX_FILES_CONN] = {"--max-files-per-connection", "CLOUDPROF_MAX_FILES_PER_CONNECTION"},
+    [OPT_WAL_MAX] = {"--wal-max", "CLOUDPROF_WAL_MAX"},
 };
 
 /* Applies one option value; `source` names the flag or variable in messages. */
@@ -398,6 +440,46 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
             snprintf(why, whylen, "%s: '%s' is not a thread count (1-256)", source, v);
             st = CP_EINVAL;
         }
+        break;
+    case OPT_HTTP_HEADER_TIMEOUT:
+        if ((st = cp_parse_u64(v, 86400, &n)) == CP_OK) o->http.header_timeout_s = (unsigned)n;
+        else snprintf(why, whylen, "%s: '%s' is not a number of seconds (0-86400)", source, v);
+        break;
+    case OPT_HTTP_PER_CLIENT:
+        if ((st = cp_parse_u64(v, 1000000, &n)) == CP_OK) o->http.max_per_client = (unsigned)n;
+        else snprintf(why, whylen, "%s: '%s' is not a connection count (0-1000000)", source, v);
+        break;
+    case OPT_ALLOWED_ORIGINS: o->http.allowed_origins = v; break; /* checked by cp_http_start */
+    case OPT_MIN_FREE: {
+        size_t len = strlen(v);
+        if (len > 1 && v[len - 1] == '%') { /* a share of the file system */
+            char pct[16];
+            snprintf(pct, sizeof pct, "%.*s", (int)(len - 1), v);
+            if ((st = cp_parse_u64(pct, 99, &n)) == CP_OK) {
+                o->cfg.min_free_pct = (unsigned)n;
+                o->cfg.min_free_bytes = 0;
+            }
+        } else if ((st = parse_size(v, &o->cfg.min_free_bytes)) == CP_OK) {
+            o->cfg.min_free_pct = 0;
+        }
+        if (st != CP_OK) snprintf(why, whylen, "%s: '%s' is not a size like 1G or a share like 5%%", source, v);
+        break;
+    }
+    case OPT_MAX_BUFFERED:
+        if ((st = parse_size(v, &o->cfg.max_buffered)) != CP_OK)
+            snprintf(why, whylen, "%s: '%s' is not a size like 64M (0 = no budget)", source, v);
+        break;
+    case OPT_MAX_ROTATIONS:
+        if ((st = cp_parse_u64(v, UINT32_MAX, &n)) == CP_OK) o->cfg.max_rotations_per_min = (uint32_t)n;
+        else snprintf(why, whylen, "%s: '%s' is not a count (0 = any)", source, v);
+        break;
+    case OPT_MAX_FILES_CONN:
+        if ((st = cp_parse_u64(v, UINT32_MAX, &n)) == CP_OK) o->cfg.max_files_per_conn = (uint32_t)n;
+        else snprintf(why, whylen, "%s: '%s' is not a count (0 = any)", source, v);
+        break;
+    case OPT_WAL_MAX:
+        if ((st = parse_size(v, &o->cfg.wal_max)) != CP_OK || o->cfg.wal_max < (1u << 20))
+            snprintf(why, whylen, "%s: '%s' is not a size of at least 1M", source, v), st = CP_EINVAL;
         break;
     case OPT_MAX_SPAN:
         if ((st = cp_parse_u64(v, 3660, &n)) == CP_OK && n > 0) o->http.max_span_ms = (int64_t)n * 86400000;
@@ -559,6 +641,25 @@ static int open_catalog(void *ud, cp_catalog **out, char *err, size_t errlen)
     return cp_cli_open_catalog_for(c->catalog, c->hot_window_ms, c->idle_methods, c->nidle_methods, out, err, errlen);
 }
 
+/* /api/v1/health's view of the server: recovery progress, the free-space floor, ingest. */
+static void server_health(void *ud, cp_buf *b, const char **status)
+{
+    cp_server_health h;
+    cp_server_health_get(ud, &h);
+    if (h.disk_low) *status = "degraded";
+    cp_buf_printf(b,
+                  ",\"recovery\":{\"running\":%s,\"ok\":%s,\"passes\":%llu,\"restarts_total\":%llu,"
+                  "\"restarts_done\":%llu,\"calls_added\":%llu},\"disk\":{\"low\":%s,\"free_bytes\":%llu,"
+                  "\"floor_bytes\":%llu},\"ingest\":{\"connections\":%llu,\"buffered\":%llu}",
+                  h.recovering ? "true" : "false", h.recovery_ok ? "true" : "false",
+                  (unsigned long long)h.recovery_passes, (unsigned long long)h.recovery_restarts_total,
+                  (unsigned long long)h.recovery_restarts_done, (unsigned long long)h.recovery_calls_added,
+                  h.disk_low ? "true" : "false", (unsigned long long)h.disk_free, (unsigned long long)h.disk_floor,
+                  (unsigned long long)h.connections, (unsigned long long)h.buffered);
+}
+
+static int server_disk_low(void *ud) { return cp_server_disk_low(ud); }
+
 int cp_cli_serve(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -647,6 +748,9 @@ int cp_cli_serve(int argc, char **argv)
     o.http.open_reader_ud = &rctx;
     o.http.open_catalog = open_catalog;
     o.http.open_catalog_ud = &o.cfg;
+    o.http.health = server_health;
+    o.http.disk_low = server_disk_low;
+    o.http.state_ud = srv;
     o.http.version = CP_VERSION_STRING;
     o.http.log = http_log_line;
     o.http.log_ud = &o.cfg.log_level;

@@ -9,12 +9,21 @@
 
 static const char *const window_params[] = {"from", "to", NULL};
 
+/* {"status":"ok"|"degraded", ...the server's fields}: open to every client (no secrets). */
 void http_api_health(cp_http *h, const http_args *a, http_out *o)
 {
-    (void)h;
     if (http_check_args(a, NULL, o)) return;
-    o->json = json_pack("{s:s}", "status", "ok");
+    const char *status = "ok";
+    cp_buf fields;
+    cp_buf_init(&fields);
+    if (h->cfg->health) h->cfg->health(h->cfg->state_ud, &fields, &status);
+    if (cp_buf_printf(&o->body, "{\"status\":\"%s\"", status) != CP_OK ||
+        cp_buf_append(&o->body, fields.data, fields.len) != CP_OK || cp_buf_putc(&o->body, '}') != CP_OK)
+        http_oom(o);
+    cp_buf_free(&fields);
 }
+
+int http_disk_low(const cp_http *h) { return h->cfg->disk_low && h->cfg->disk_low(h->cfg->state_ud); }
 
 void http_api_time(cp_http *h, const http_args *a, http_out *o)
 {

@@ -52,6 +52,20 @@ typedef struct cp_http_config {
      * (cp_system_idle_default). */
     const char *const *idle_methods;
     size_t nidle_methods;
+    /* Connections and requests (guard.c, docs/API.md "Conventions"). */
+    unsigned header_timeout_s;     /* a request's headers must be complete within this many
+                                    * seconds of the connection's start (or of the previous
+                                    * answer on a kept-alive one), default 10; 0 = no deadline */
+    unsigned max_per_client;       /* connections at once per client address, default 256; 0 = any */
+    const char *allowed_origins;   /* "URL[,URL...]": browser origins besides the server's own
+                                    * that may write (POST, PUT, DELETE); NULL = none */
+    /* The server's state, from any HTTP thread (NULL = none): extra members of the
+     * /api/v1/health object (appended as ,"name":value...), its status ("ok" or
+     * "degraded"), and whether the data directory is below its free-space floor (uploads
+     * and imports then answer 507). */
+    void (*health)(void *ud, cp_buf *fields, const char **status);
+    int (*disk_low)(void *ud);
+    void *state_ud;
     void (*log)(void *ud, int level, const char *msg); /* may be called from any HTTP thread */
     void *log_ud;
 } cp_http_config;

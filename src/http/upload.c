@@ -264,15 +264,38 @@ int http_diag_begin(cp_http *h, struct MHD_Connection *conn, const char *raw_url
         o->retry_after = 60;
         return 1;
     }
-    if (u->method == UP_DELETE) return 0;
+    if (u->method != UP_DELETE && http_disk_low(h)) { /* a full disk tears files: nothing is taken */
+        http_error(o, 507, "storage_full", "the server's data directory is below its free-space floor");
+        o->retry_after = 60;
+        return 1;
+    }
+    uint64_t len = 0;
+    int body = http_body_declared(conn, &len);
+    if (u->method == UP_DELETE) {
+        if (body) { /* answered before any of it is read */
+            http_error(o, 413, "body_not_allowed", "a DELETE takes no body");
+            return 1;
+        }
+        return 0;
+    }
     cp_dump_name nm;
     if (cp_dump_name_classify(u->path.file, &nm, err, sizeof err) != CP_OK) {
         http_error(o, 400, "bad_file_name", "file '%s': %s", u->path.file, err);
         return 1;
     }
     const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (u->method == UP_POST && is_multipart(ct)) {
+        /* its parts may be files of any type, at most DIAG_MAX_FILES of them: a declared
+         * length beyond that many of the largest is refused at once */
+        uint64_t most = 0;
+        for (int k = 1; k <= CP_DUMP_KIND_MAX; k++)
+            if (kind_max(h, (cp_dump_kind)k) > most) most = kind_max(h, (cp_dump_kind)k);
+        uint64_t cap = most > (UINT64_MAX >> 5) ? UINT64_MAX : most * DIAG_MAX_FILES + (1u << 20);
+        if (body == 1 && len > cap) {
+            http_error(o, 413, "too_large", "%llu bytes is more than %d files of the largest type allowed",
+                       (unsigned long long)len, DIAG_MAX_FILES);
+            return 1;
+        }
         if (cp_mp_new(ct, &mp_cb, u, &u->mp, err, sizeof err) != CP_OK) {
             http_error(o, 400, "bad_multipart", "%s", err);
             return 1;
@@ -280,9 +303,9 @@ int http_diag_begin(cp_http *h, struct MHD_Connection *conn, const char *raw_url
         return 0;
     }
     /* PUT, or a POST of a raw body: the body is the file */
-    if (cl && strtoull(cl, NULL, 10) > kind_max(h, nm.kind)) {
-        http_error(o, 413, "too_large", "%s bytes is more than the limit of %llu bytes for a %s file", cl,
-                   (unsigned long long)kind_max(h, nm.kind), cp_dump_kind_name(nm.kind));
+    if (body == 1 && len > kind_max(h, nm.kind)) { /* answered before any of it is read */
+        http_error(o, 413, "too_large", "%llu bytes is more than the limit of %llu bytes for a %s file",
+                   (unsigned long long)len, (unsigned long long)kind_max(h, nm.kind), cp_dump_kind_name(nm.kind));
         return 1;
     }
     if (file_begin(u, &u->path) != 0) return answer_now(u, o);

@@ -237,7 +237,7 @@ struct cp_asm {
 void cp_asm_limits_default(cp_asm_limits *l)
 {
     l->max_pending = 200000;
-    l->max_extents = 1000000;
+    l->max_extents = 100000;
     l->max_trace_bytes = 64u << 20;
     l->max_values_bytes = 64u << 20;
     l->max_pauses = 65536;

@@ -39,7 +39,7 @@ typedef struct cp_asm_io {
 
 typedef struct cp_asm_limits {
     size_t max_pending;          /* calls waiting (default 200 000): beyond, emitted now (CP_TRACE_BACKLOG) */
-    size_t max_extents;          /* extents kept (default 1 000 000): the oldest complete ones go first */
+    size_t max_extents;          /* extents kept (default 100 000): the oldest complete ones go first */
     size_t max_trace_bytes;      /* trace bytes per call (default 64 MiB): beyond -> CP_TRACE_TOO_LARGE */
     size_t max_values_bytes;     /* resolved sql/xml text per call (default 64 MiB): beyond -> unresolved */
     size_t max_pauses;           /* pauses kept (default 65 536) */

@@ -67,12 +67,15 @@ static int io_emit(void *ud, const cp_call *call)
     cp_conn *c = ud;
     cp_server *s = c->srv;
     if (cp_catalog_call_put(s->catalog, call) != CP_OK) {
-        /* the raw log keeps the call's bytes; one bad row must not stop the others */
+        /* the raw log keeps the call's bytes: the restart stays incomplete and recovery
+         * stores it later; one bad row must not stop the others */
+        c->hot_lost = 1;
         if (s->calls_failed++ % 1000 == 0)
             cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: cannot store a call: %s", c->peer, c->pod.pod_id,
                        cp_catalog_errmsg(s->catalog));
         return 0;
     }
+    c->txn_gen = s->txn_gen; /* if this transaction fails, the connection's calls need recovery */
     s->calls_stored++;
     return 0;
 }

@@ -212,6 +212,15 @@ static void conn_release(cp_conn *c)
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
         if (c->slots[i].file) cp_sfile_finalize(c->slots[i].file);
     cp_srv_asm_finish(c); /* reads the files: before they are freed */
+    if (c->identified) {
+        /* every call is in the open transaction or an earlier one that committed (a failed
+         * one marked hot_lost): the restart is complete when this transaction commits */
+        if (c->hot_lost) s->recovery_due = 1; /* once it leaves the live registry */
+        else if (cp_catalog_restart_complete(s->catalog, &c->pod) != CP_OK)
+            cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+        cp_srv_unlive(s, c->restart_key);
+    }
+    cp_srv_buffered(c, 0); /* its decoders go */
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) cp_sfile_free(c->slots[i].file);
     while (c->retired) {
         cp_sfile *f = c->retired;

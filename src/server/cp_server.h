@@ -43,6 +43,18 @@ typedef struct cp_server_config {
     const char *const *idle_methods;
     size_t nidle_methods;
     int64_t hot_ahead_ms;             /* windows created this far ahead (default 3 h) */
+    /* The free-space floor of the data directory's file system: the smaller of
+     * min_free_bytes and min_free_pct % of its size (0 and 0 = none; default 1 GiB and
+     * 5 %). Below it no file is created or appended to: agents get 0xFF (the handshake,
+     * RCV_DATA) or a refused INIT, and cp_server_disk_low() says so to the uploads. */
+    uint64_t min_free_bytes;
+    unsigned min_free_pct;
+    /* Partial records the decoders may hold for all agents together (default 64 MiB):
+     * beyond it, an agent holding more than its fair share gets 0xFF. */
+    uint64_t max_buffered;
+    uint32_t max_rotations_per_min;   /* INITs of one stream name per minute (default 1200) */
+    uint32_t max_files_per_conn;      /* stream files one connection may open (default 20000) */
+    uint64_t wal_max;                 /* SQLite catalog: the WAL's bound (0 = 64 MiB) */
     cp_server_log_fn log;             /* NULL = silent */
     void *log_ud;
     int log_level;                    /* CP_LOG_*, default CP_LOG_INFO */
@@ -67,6 +79,21 @@ int cp_server_run(cp_server *s);
  * close files), commit the catalog; cp_server_run then returns. */
 void cp_server_stop(cp_server *s);
 void cp_server_close(cp_server *s);
+
+/* What /api/v1/health reports of the server; safe to call from any thread. */
+typedef struct cp_server_health {
+    int recovering;                   /* the recovery worker is in a pass */
+    int recovery_ok;                  /* its last pass recovered everything it found */
+    uint64_t recovery_passes;         /* 0: the start-up pass has not finished yet */
+    uint64_t recovery_restarts_total, recovery_restarts_done, recovery_calls_added;
+    int disk_low;                     /* below the free-space floor: nothing is written */
+    uint64_t disk_free, disk_floor;   /* bytes (0 and 0 before the first check) */
+    uint64_t connections;
+    uint64_t buffered;                /* partial-record bytes held for agents */
+} cp_server_health;
+void cp_server_health_get(cp_server *s, cp_server_health *h);
+/* 1 while the data directory is below its free-space floor (any thread). */
+int cp_server_disk_low(const cp_server *s);
 
 /* ---- the cold-tier task (coldtask.c) ---------------------------------------------------
  * A thread that compacts closed hot windows into the cold store every `every_ms` and

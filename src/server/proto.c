@@ -65,9 +65,18 @@ static int identify(cp_conn *c, cp_field ns, cp_field service, cp_field pod)
     }
     c->pod.restart_ms = c->restart.restart_ms;
     c->touched_ms = cp_now_ms();
-    if (cp_catalog_pod_register(s->catalog, &c->pod, c->touched_ms) != CP_OK)
-        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    /* committed before the agent is answered: recovery finds a restart through its rows,
+     * so none may hold data the catalog does not know of */
+    if (cp_catalog_pod_register(s->catalog, &c->pod, c->touched_ms) != CP_OK || cp_srv_commit(s) != CP_OK) {
+        cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: cannot register it: %s", c->peer, c->pod.pod_id,
+                   cp_catalog_errmsg(s->catalog));
+        cp_rawlog_restart_free(&c->restart);
+        cp_proto_free_ident(c);
+        return CP_EIO;
+    }
     c->identified = 1;
+    c->restart_key = cp_srv_restart_key(&c->pod);
+    cp_srv_recovery_live(s, c->restart_key, 1); /* recovery leaves it alone while it lives */
     if (cp_srv_asm_open(c) != CP_OK) {
         cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: out of memory for call assembly", c->peer, c->pod.pod_id);
         return CP_ENOMEM;
@@ -93,6 +102,10 @@ static int on_handshake(cp_conn *c, const cp_cmd *cmd)
         cp_conn_fail(c, "second handshake");
         return CP_PROTO_STOP;
     }
+    if (cp_srv_disk_refuse(c->srv, "an agent's handshake")) { /* before its directory is made */
+        cp_conn_fail(c, "the data directory is below its free-space floor");
+        return CP_PROTO_STOP;
+    }
     if (is_blacklisted(c->srv, cmd->u.hs.ns)) {
         cp_conn_reply(c, reply, cp_wire_put_version(reply, CP_PROTOCOL_BLACKLISTED));
         cp_srv_log(c->srv, CP_LOG_INFO, "%s: namespace %.*s is blacklisted", c->peer, (int)cmd->u.hs.ns.n,
@@ -101,7 +114,7 @@ static int on_handshake(cp_conn *c, const cp_cmd *cmd)
         return CP_PROTO_STOP;
     }
     if (identify(c, cmd->u.hs.ns, cmd->u.hs.service, cmd->u.hs.pod) != CP_OK) {
-        cp_conn_close(c, "cannot register the pod"); /* the agent retries in 10 s */
+        cp_conn_fail(c, "cannot register the pod"); /* 0xFF: the agent retries in 10 s */
         return CP_PROTO_STOP;
     }
     cp_conn_reply(c, reply, cp_wire_put_version(reply, c->srv->cfg->protocol_version));
@@ -168,9 +181,23 @@ static int on_init(cp_conn *c, const cp_cmd *cmd)
         return init_fail(c, why);
     }
     cp_stream_slot *slot = &c->slots[kind];
+    if (cp_srv_disk_refuse(c->srv, "an INIT")) return init_fail(c, "the data directory is below its free-space floor");
+    /* bounded files per connection: an INIT loop must not fill the disk and the catalog */
+    uint64_t now = uv_now(&c->srv->loop);
+    if (now - slot->inits_since >= 60000) {
+        slot->inits_since = now;
+        slot->inits = 0;
+    }
+    if (cfg->max_rotations_per_min && ++slot->inits > cfg->max_rotations_per_min)
+        return init_fail(c, "more INITs of one stream in a minute than --max-rotations-per-minute allows");
+    if (cfg->max_files_per_conn && c->files_opened >= cfg->max_files_per_conn)
+        return init_fail(c, "more stream files than --max-files-per-connection allows");
     if (slot->file) {
         int r = rotate(c, slot);
-        if (r != CP_PROTO_NEXT) return r;
+        if (r != CP_PROTO_NEXT) {
+            slot->inits--; /* handled again after the sync: counted then */
+            return r;
+        }
     }
     /* rollingSequenceId: never reuse a file index on this connection (§3.9) */
     int32_t seq = cmd->u.init.seq < 0 ? 0 : cmd->u.init.seq;
@@ -182,6 +209,7 @@ static int on_init(cp_conn *c, const cp_cmd *cmd)
     if (cmd->u.init.reset && kind == CP_STREAM_DICTIONARY && c->asm_) cp_asm_dict_reset(c->asm_);
     cp_sfile *f;
     if (cp_sfile_open(c, kind, seq, first_id, &f) != CP_OK) return init_fail(c, "cannot open the stream file");
+    c->files_opened++;
     slot->file = f;
     slot->last_seq = seq;
     slot->next_word_id = first_id;
@@ -229,6 +257,15 @@ static int on_fd_shortage(cp_conn *c, cp_sfile *f)
     return CP_PROTO_RETRY;
 }
 
+/* What the connection's decoders hold of records not yet complete. */
+static uint64_t conn_buffered(const cp_conn *c)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
+        if (c->slots[i].file && c->slots[i].file->dec) n += cp_dec_buffered(c->slots[i].file->dec);
+    return n;
+}
+
 static int on_data(cp_conn *c, const cp_cmd *cmd)
 {
     if (!need_identified(c, cmd)) return CP_PROTO_STOP;
@@ -239,12 +276,22 @@ static int on_data(cp_conn *c, const cp_cmd *cmd)
         cp_conn_fail(c, "RCV_DATA for unknown handle %s", h);
         return CP_PROTO_STOP;
     }
+    if (cp_srv_disk_refuse(c->srv, "RCV_DATA")) {
+        cp_conn_fail(c, "the data directory is below its free-space floor");
+        return CP_PROTO_STOP;
+    }
     int st = cp_sfile_write(f, cmd->u.data.payload.p, cmd->u.data.payload.n);
     if (st == CP_AGAIN) return on_fd_shortage(c, f);
     c->fd_retries = 0;
     if (st != CP_OK) {
         cp_conn_fail(c, "%s file %lld rejected: %s", cp_stream_kind_name(f->kind), (long long)f->seq + 1,
                      f->error ? f->error : "?");
+        return CP_PROTO_STOP;
+    }
+    if (cp_srv_buffered(c, conn_buffered(c)) != 0) {
+        cp_conn_fail(c, "partial records of %llu bytes: more than its share of --max-buffered (%llu bytes held "
+                        "for %zu agents)",
+                     (unsigned long long)c->buffered, (unsigned long long)c->srv->buffered, c->srv->nbuffering);
         return CP_PROTO_STOP;
     }
     cp_conn_reply(c, &ack_ok, 1);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define SWEEP_INTERVAL_MS 1000
@@ -28,6 +29,11 @@ void cp_server_config_default(cp_server_config *cfg)
     cfg->trace_wait_ms = 60000;
     cfg->hot_window_ms = 300000;
     cfg->hot_ahead_ms = 3 * 3600000;
+    cfg->min_free_bytes = (uint64_t)1 << 30;
+    cfg->min_free_pct = 5;
+    cfg->max_buffered = (uint64_t)64 << 20;
+    cfg->max_rotations_per_min = 1200;
+    cfg->max_files_per_conn = 20000;
     for (int k = 0; k < CP_STREAM_KIND_COUNT; k++) {
         int meta = k == CP_STREAM_DICTIONARY || k == CP_STREAM_POSDICTIONARY || k == CP_STREAM_PARAMS;
         /* splitting the dictionary id space or re-sending params buys nothing (§3.9) */
@@ -73,6 +79,48 @@ static void on_connection(uv_stream_t *l, int status)
  * in queries within COMMIT_MS plus one assembly tick. */
 #define COMMIT_MS 100
 
+void cp_srv_unlive(cp_server *s, uint64_t key)
+{
+    if (cp_grow((void **)&s->unlive, &s->capunlive, s->nunlive + 1, sizeof *s->unlive, 16) == CP_OK)
+        s->unlive[s->nunlive++] = key;
+    else
+        cp_srv_recovery_live(s, key, 0); /* out of memory: at once (a pass may then race; it skips stored calls) */
+}
+
+/* Commits the catalog's open transaction. When that fails (a full disk), the calls of
+ * the connections that put some into it are only in the raw log: those connections are
+ * closed (their restarts stay incomplete) and the recovery worker stores their calls
+ * once the catalog takes writes again. Restarts whose connections ended in the
+ * transaction leave the live registry now, whatever the outcome. */
+int cp_srv_commit(cp_server *s)
+{
+    uint64_t gen = s->txn_gen++;
+    int st = cp_catalog_commit(s->catalog);
+    if (st != CP_OK) {
+        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+        size_t closed = 0;
+        for (cp_conn *c = s->conns, *next; c; c = next) {
+            next = c->next;
+            if (c->txn_gen != gen || !c->identified || c->hot_lost) continue;
+            c->hot_lost = 1;
+            cp_conn_close(c, "the hot tier could not store its calls; they will be recovered from the raw log");
+            closed++;
+        }
+        if (closed)
+            cp_srv_log(s, CP_LOG_WARN, "hot tier: a commit failed: %zu connections closed, their calls are recovered "
+                                       "from the raw log once the catalog takes writes again", closed);
+        cp_srv_recovery_kick(s);
+    }
+    for (size_t i = 0; i < s->nunlive; i++) cp_srv_recovery_live(s, s->unlive[i], 0);
+    s->nunlive = 0;
+    /* a pass kicked while the incomplete restarts were still live skipped them */
+    if (s->recovery_due) {
+        s->recovery_due = 0;
+        cp_srv_recovery_kick(s);
+    }
+    return st;
+}
+
 /* After every I/O poll: the catalog transaction when due, then the connections that
  * asked for durability share one fsync batch. */
 static void on_check(uv_check_t *h)
@@ -81,8 +129,7 @@ static void on_check(uv_check_t *h)
     uint64_t now = uv_now(&s->loop);
     if (now - s->last_commit >= COMMIT_MS) {
         s->last_commit = now;
-        if (cp_catalog_commit(s->catalog) != CP_OK)
-            cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+        cp_srv_commit(s);
     }
     cp_sync_submit(s);
 }
@@ -119,11 +166,91 @@ static void maybe_maintain(cp_server *s, uint64_t now)
     if (uv_queue_work(&s->loop, &s->maintain, maintain_work, maintain_done) == 0) s->maintaining = 1;
 }
 
+/* ---- the free-space floor ------------------------------------------------------------------ */
+
+/* Checked once a second: a full disk tears files and fails catalog commits, so nothing
+ * new is taken below the floor (agents retry; uploads get 507) and it is said in
+ * /api/v1/health. */
+static void check_disk(cp_server *s)
+{
+    const cp_server_config *cfg = s->cfg;
+    struct statvfs v;
+    if ((!cfg->min_free_bytes && !cfg->min_free_pct) || statvfs(cfg->data_dir, &v) != 0) {
+        __atomic_store_n(&s->disk_low, 0, __ATOMIC_RELAXED);
+        return;
+    }
+    uint64_t total = (uint64_t)v.f_blocks * v.f_frsize, avail = (uint64_t)v.f_bavail * v.f_frsize;
+    uint64_t floor = cfg->min_free_bytes, pct = total / 100 * cfg->min_free_pct;
+    if (cfg->min_free_pct && (!floor || pct < floor)) floor = pct;
+    int low = avail < floor, was = __atomic_load_n(&s->disk_low, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->disk_free, avail, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->disk_floor, floor, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->disk_low, low, __ATOMIC_RELAXED);
+    if (low && !was)
+        cp_srv_log(s, CP_LOG_WARN, "data directory %s: %llu bytes free, below the floor of %llu (--min-free): "
+                                   "agents and uploads are refused until there is room",
+                   cfg->data_dir, (unsigned long long)avail, (unsigned long long)floor);
+    else if (!low && was)
+        cp_srv_log(s, CP_LOG_INFO, "data directory %s: %llu bytes free again: taking data", cfg->data_dir,
+                   (unsigned long long)avail);
+}
+
+int cp_server_disk_low(const cp_server *s) { return __atomic_load_n(&s->disk_low, __ATOMIC_RELAXED); }
+
+int cp_srv_disk_refuse(cp_server *s, const char *what)
+{
+    if (!cp_server_disk_low(s)) return 0;
+    s->disk_refused++;
+    uint64_t now = uv_now(&s->loop);
+    if (!s->disk_refused_logged_ms || now - s->disk_refused_logged_ms >= 10000) {
+        s->disk_refused_logged_ms = now;
+        cp_srv_log(s, CP_LOG_WARN, "data directory below its free-space floor: %s refused (%llu so far)", what,
+                   (unsigned long long)s->disk_refused);
+    }
+    return 1;
+}
+
+/* ---- partial records ------------------------------------------------------------------------ */
+
+int cp_srv_buffered(cp_conn *c, uint64_t now)
+{
+    cp_server *s = c->srv;
+    if (now == c->buffered) return 0;
+    if (!c->buffered) s->nbuffering++;
+    else if (!now) s->nbuffering--;
+    __atomic_store_n(&s->buffered, s->buffered - c->buffered + now, __ATOMIC_RELAXED); /* health reads it */
+    c->buffered = now;
+    uint64_t budget = s->cfg->max_buffered;
+    if (!budget || s->buffered <= budget) return 0;
+    /* over the budget: whoever holds more than an equal share of it goes */
+    uint64_t share = budget / (s->nbuffering ? s->nbuffering : 1);
+    return now > share ? -1 : 0;
+}
+
+void cp_server_health_get(cp_server *s, cp_server_health *h)
+{
+    memset(h, 0, sizeof *h);
+    cp_recovery_status rs;
+    cp_srv_recovery_status(s, &rs);
+    h->recovering = rs.running;
+    h->recovery_ok = rs.last_ok;
+    h->recovery_passes = rs.passes;
+    h->recovery_restarts_total = rs.restarts_total;
+    h->recovery_restarts_done = rs.restarts_done;
+    h->recovery_calls_added = rs.calls_added;
+    h->disk_low = cp_server_disk_low(s);
+    h->disk_free = __atomic_load_n(&s->disk_free, __ATOMIC_RELAXED);
+    h->disk_floor = __atomic_load_n(&s->disk_floor, __ATOMIC_RELAXED);
+    h->connections = __atomic_load_n(&s->nconns, __ATOMIC_RELAXED);
+    h->buffered = __atomic_load_n(&s->buffered, __ATOMIC_RELAXED);
+}
+
 /* One timer for all connections instead of one per connection (memory at 10k idle). */
 static void on_sweep(uv_timer_t *t)
 {
     cp_server *s = t->data;
     uint64_t now = uv_now(&s->loop);
+    check_disk(s);
     maybe_maintain(s, now);
     for (cp_conn *c = s->conns, *next; c; c = next) {
         next = c->next;
@@ -238,6 +365,7 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
     s->nofile = nofile;
     cp_rawlog_fdcache_init(&s->files, open_files_limit(cfg, nofile));
     cp_sync_init(s);
+    cp_srv_recovery_init(s);
     int st = uv_loop_init(&s->loop) == 0 ? CP_OK : CP_EIO;
     if (st != CP_OK) {
         snprintf(err, errlen, "cannot create the event loop");
@@ -263,14 +391,20 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
     }
     if (st == CP_OK) st = cp_catalog_open(cfg->catalog ? cfg->catalog : path, &s->catalog, err, errlen);
     if (st == CP_OK && cfg->idle_methods) cp_catalog_set_idle(s->catalog, cfg->idle_methods, cfg->nidle_methods);
+    if (st == CP_OK && cp_catalog_set_wal_max(s->catalog, cfg->wal_max) != CP_OK) {
+        snprintf(err, errlen, "catalog: %s", cp_catalog_errmsg(s->catalog));
+        st = CP_EINVAL;
+    }
     if (st == CP_OK && cp_catalog_set_windows(s->catalog, cfg->hot_window_ms, cfg->hot_ahead_ms) != CP_OK) {
         snprintf(err, errlen, "catalog: %s", cp_catalog_errmsg(s->catalog));
         st = CP_EINVAL;
     }
-    if (st == CP_OK) st = cp_srv_recover(s);
-    if (st != CP_OK && !err[0]) snprintf(err, errlen, "crash recovery failed (see the log)");
     if (st == CP_OK) s->fs_fd = open(cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* -1: no syncfs */
+    if (st == CP_OK) check_disk(s); /* before the first agent */
     if (st == CP_OK) st = bind_listener(s, err, errlen);
+    /* agents are accepted at once: what a crash left out of the hot tier is recovered
+     * beside them, by the worker (recover.c) */
+    if (st == CP_OK) st = cp_srv_recovery_start(s, err, errlen);
     if (st != CP_OK) {
         cp_server_close(s);
         return st;
@@ -292,8 +426,7 @@ int cp_server_run(cp_server *s)
     uv_timer_start(&s->sweep, on_sweep, SWEEP_INTERVAL_MS, SWEEP_INTERVAL_MS);
     cp_srv_asm_timer_start(s);
     uv_run(&s->loop, UV_RUN_DEFAULT);
-    if (cp_catalog_commit(s->catalog) != CP_OK)
-        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    cp_srv_commit(s);
     return CP_OK;
 }
 
@@ -315,8 +448,7 @@ void cp_srv_maybe_finish(cp_server *s)
 {
     if (!s->stopping || s->finished || s->nconns || s->inflight || s->pending->nmembers) return;
     s->finished = 1;
-    if (cp_catalog_commit(s->catalog) != CP_OK)
-        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    cp_srv_commit(s);
     uv_close((uv_handle_t *)&s->check, NULL);
     uv_close((uv_handle_t *)&s->sweep, NULL);
     uv_close((uv_handle_t *)&s->asm_timer, NULL);
@@ -339,10 +471,13 @@ void cp_server_close(cp_server *s)
 {
     if (!s) return;
     /* only loop-owned handles remain here (no connections): close and reap them */
+    cp_srv_recovery_stop(s); /* between two restarts (or calls) of a pass */
     uv_walk(&s->loop, close_any, NULL);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     uv_loop_close(&s->loop);
     cp_catalog_close(s->catalog);
+    cp_srv_recovery_free(s);
+    free(s->unlive);
     if (s->fs_fd >= 0) close(s->fs_fd);
     cp_sync_free(s);
     cp_buf_free(&s->scratch);

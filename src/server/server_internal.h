@@ -8,14 +8,17 @@
  *   syncbatch.c  group commit: the fsyncs behind REQUEST_ACK_FLUSH acks
  *   assembly.c   call assembly per connection (cp_asm) wired to the stream files and
  *                the hot tier; the assembly timer; hot-window upkeep
- *   recover.c    at start: calls of connections a crash cut off, from the raw log
+ *   recover.c    a worker thread: calls a crash or a failed hot-tier write left out of
+ *                the hot tier, from the raw log
  *
  * Everything runs on the loop thread except the sync worker, which only touches the
- * fds and directory paths copied into its batch.
+ * fds and directory paths copied into its batch, and the recovery worker, which has its
+ * own catalog connection and reads restarts no connection owns.
  */
 #ifndef CP_SERVER_INTERNAL_H
 #define CP_SERVER_INTERNAL_H
 
+#include "common/cp_map.h"
 #include "cp_server.h"
 #include "model/cp_asm.h"
 #include "store/cp_catalog.h"
@@ -23,6 +26,7 @@
 #include "streams/cp_streams.h"
 #include "wire/cp_wire.h"
 
+#include <pthread.h>
 #include <uv.h>
 
 #define CP_SRV_READ_BUF (64 * 1024)        /* the one shared read buffer */
@@ -62,6 +66,8 @@ typedef struct cp_stream_slot {
     cp_sfile *file;
     int32_t last_seq;         /* -1 until the first INIT */
     int32_t next_word_id;     /* dictionary ids continue across rotated files */
+    uint32_t inits;           /* INITs of this name in the minute that began at inits_since */
+    uint64_t inits_since;     /* loop time */
 } cp_stream_slot;
 
 typedef enum cp_conn_state {
@@ -100,7 +106,35 @@ struct cp_conn {
     cp_stream_slot slots[CP_STREAM_KIND_COUNT];
     cp_asm *asm_;             /* call assembly; NULL until identified */
     cp_sfile *retired;        /* rotated files calls may still point into */
+    uint8_t hot_lost;         /* a hot-tier write of its calls failed, or a torn tail could not be
+                                 cut (a full disk): the restart stays incomplete, recovery redoes it */
+    uint32_t files_opened;    /* stream files it opened (INITs that made a file) */
+    uint64_t buffered;        /* partial-record bytes its decoders hold (in srv->buffered) */
+    uint64_t txn_gen;         /* the server's transaction its last call went into */
+    uint64_t restart_key;     /* cp_srv_restart_key once identified (the live registry) */
 };
+
+/* What the recovery worker reports (/api/v1/health). */
+typedef struct cp_recovery_status {
+    int running;              /* a pass is under way */
+    int last_ok;              /* the last pass recovered everything it found */
+    uint64_t passes;
+    uint64_t restarts_total, restarts_done; /* of the current (or last) pass */
+    uint64_t calls_found, calls_added;      /* over all passes */
+} cp_recovery_status;
+
+/* The recovery worker (recover.c): its thread, its catalog connection, the registry of
+ * live restarts and what it reports. mu guards everything but cat and thread. */
+typedef struct cp_recovery {
+    pthread_t thread;
+    int started;
+    cp_catalog *cat;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop, kicked, retry;
+    cp_u64map live;           /* cp_srv_restart_key -> live connections (normally 1) */
+    cp_recovery_status status;
+} cp_recovery;
 
 /* A group of connections whose files are fsynced together (storage.md ingest rule 2). */
 typedef struct cp_sync_batch {
@@ -146,6 +180,18 @@ struct cp_server {
     uv_timer_t asm_timer;     /* assembly waits and hot-window upkeep */
     uint64_t next_windows;    /* loop time of the next windows_prepare */
     uint64_t calls_stored, calls_failed;
+    uint64_t txn_gen;         /* the open catalog transaction's number (each commit ends one) */
+    uint64_t *unlive;         /* restarts that closed in it: they leave the live registry
+                               * once it is committed (or failed) */
+    size_t nunlive, capunlive;
+    int recovery_due; /* an incomplete restart leaves the registry at the next commit: kick then */
+    cp_recovery recovery;
+    /* the free-space floor (written on the loop thread, read by any: atomics) */
+    int disk_low;
+    uint64_t disk_free, disk_floor;
+    uint64_t disk_refused, disk_refused_logged_ms;
+    uint64_t buffered;        /* partial-record bytes held for all connections */
+    size_t nbuffering;        /* connections holding some */
 };
 
 /* server.c */
@@ -158,6 +204,19 @@ void cp_srv_fd_shortage(cp_server *s, const char *why);
  * the reserve leave (closing clean ones); 0 if that leaves fewer than CP_SRV_MIN_FILES
  * or the open files still exceed it (then a new connection is refused). */
 int cp_srv_fd_budget(cp_server *s);
+
+/* Commits the catalog's open transaction (what a failure means: server.c). */
+int cp_srv_commit(cp_server *s);
+/* A restart's connection is gone: it leaves the live registry after the next commit
+ * attempt (its last calls are in the open transaction until then). */
+void cp_srv_unlive(cp_server *s, uint64_t key);
+
+/* Refuses work while the data directory is below its free-space floor: 1 when the
+ * caller must refuse (logged, rate-limited), 0 otherwise. */
+int cp_srv_disk_refuse(cp_server *s, const char *what);
+/* A connection's decoders now hold `now` bytes of partial records (they held c->buffered):
+ * 0, or -1 when it must be refused (the budget is spent and it holds more than its share). */
+int cp_srv_buffered(cp_conn *c, uint64_t now);
 
 /* conn.c */
 void cp_conn_accept(cp_server *s);
@@ -191,6 +250,19 @@ void cp_sfile_finalize(cp_sfile *f);
 void cp_sfile_free(cp_sfile *f);
 void cp_sfile_handle_str(const cp_sfile *f, char out[37]);
 
+/* recover.c */
+uint64_t cp_srv_restart_key(const cp_catalog_pod *pod);
+int cp_srv_recovery_init(cp_server *s);
+/* Opens the worker's catalog connection and starts its thread (a first pass at once). */
+int cp_srv_recovery_start(cp_server *s, char *err, size_t errlen);
+void cp_srv_recovery_stop(cp_server *s);
+void cp_srv_recovery_free(cp_server *s);
+/* A restart's connection is live (1) or gone (0): the worker leaves live ones alone. */
+void cp_srv_recovery_live(cp_server *s, uint64_t key, int live);
+/* Asks for a pass soon (a hot-tier commit failed). */
+void cp_srv_recovery_kick(cp_server *s);
+void cp_srv_recovery_status(cp_server *s, cp_recovery_status *out);
+
 /* assembly.c */
 int cp_srv_asm_open(cp_conn *c);
 /* Final pump (everything waiting is stored, with reasons) and free. Idempotent. */
@@ -201,9 +273,6 @@ void cp_srv_asm_timer_start(cp_server *s);
 cp_dec_sink cp_srv_asm_sink(cp_sfile *f);   /* the sink of calls/trace/suspend files */
 /* A new trace/sql/xml file keeps its recent bytes in memory for call assembly. */
 void cp_srv_asm_file_opened(cp_sfile *f);
-
-/* recover.c: re-assembles the calls of pod restarts a crash left open (at start). */
-int cp_srv_recover(cp_server *s);
 
 /* syncbatch.c */
 void cp_sync_init(cp_server *s);

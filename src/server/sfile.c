@@ -77,8 +77,13 @@ int cp_sfile_open(cp_conn *c, cp_stream_kind kind, int32_t seq, int32_t first_wo
     char handle[37];
     cp_catalog_stream row;
     catalog_row(f, &row, handle);
-    if (cp_catalog_stream_open(c->srv->catalog, &row) != CP_OK)
+    /* committed before the INIT is answered: recovery finds the file through its row */
+    if (cp_catalog_stream_open(c->srv->catalog, &row) != CP_OK || cp_srv_commit(c->srv) != CP_OK) {
         cp_srv_log(c->srv, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(c->srv->catalog));
+        cp_rawlog_file_close(&f->raw);
+        free(f);
+        return CP_EIO;
+    }
     *out = f;
     return CP_OK;
 }
@@ -139,27 +144,26 @@ static int ensure_decoder(cp_sfile *f)
 
 /* ---- writing ------------------------------------------------------------------------------ */
 
-/* The decoder rejected bytes: keep exactly the clean prefix it committed. */
-static void cut_to_committed(cp_sfile *f, const uint8_t *p, size_t n)
+/* A torn tail that could not be cut (moving it aside needs a little space: a full disk)
+ * stays until the recovery worker cuts it: the restart is left incomplete. */
+static void cut_failed(cp_sfile *f)
+{
+    cp_srv_log(f->conn->srv, CP_LOG_ERROR, "%s: cannot cut %s: %s (recovery cuts it later)", f->conn->peer, f->raw.path,
+               strerror(errno));
+    f->conn->hot_lost = 1;
+}
+
+/* The decoder rejected bytes of a payload already appended: keep exactly the clean prefix
+ * it committed (the rest goes to the .torn sidecar with the partial record it ended). */
+static void cut_to_committed(cp_sfile *f)
 {
     uint64_t keep = cp_dec_committed(f->dec);
-    uint64_t have = f->raw.size;
-    int st;
-    if (keep > have) {
-        /* records of this payload completed before the bad byte: keep them too */
-        uint64_t extra = keep - have;
-        st = cp_rawlog_file_append(&f->raw, p, extra <= n ? (size_t)extra : n);
-    } else {
-        st = keep < have ? cp_rawlog_file_truncate(&f->raw, keep) : CP_OK;
-    }
-    if (st != CP_OK)
-        cp_srv_log(f->conn->srv, CP_LOG_ERROR, "%s: cannot cut %s: %s", f->conn->peer, f->raw.path, strerror(errno));
+    if (keep < f->raw.size && cp_rawlog_file_cut(&f->raw, keep) != CP_OK) cut_failed(f);
 }
 
 int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
 {
     if (f->failed) return CP_EIO;
-    /* the fd first: the decoder must see a payload only if it will be stored */
     if (n && cp_rawlog_file_prepare(&f->raw) != CP_OK) {
         if (errno == EMFILE || errno == ENFILE) return CP_AGAIN; /* nothing changed: retry later */
         set_error(f, "open %s: %s", f->raw.path, strerror(errno));
@@ -170,18 +174,27 @@ int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
         set_error(f, "out of memory for the decoder");
         return st;
     }
+    /* Stored first, decoded after: a call must reach the hot tier only if its bytes are in
+     * the raw log (a payload the disk refused is sent again, on a new connection). */
+    uint64_t clean = f->dec ? cp_dec_committed(f->dec) : f->raw.size; /* the last whole record stored */
+    st = cp_rawlog_file_append(&f->raw, p, n);
+    if (st != CP_OK) {
+        int saved = errno;
+        set_error(f, "write %s: %s", f->raw.path, strerror(saved));
+        /* the file fails (the agent gets 0xFF): the bytes of earlier payloads that began a
+         * record this one was to finish are a torn tail now; cut it, so what stays decodes
+         * whole */
+        if (clean < f->raw.size && cp_rawlog_file_cut(&f->raw, clean) != CP_OK) cut_failed(f);
+        errno = saved;
+        return st;
+    }
     if (f->dec) {
         st = cp_dec_feed(f->dec, p, n);
         if (st != CP_OK) {
             set_error(f, "%s", cp_dec_error(f->dec));
-            cut_to_committed(f, p, n);
+            cut_to_committed(f);
             return st;
         }
-    }
-    st = cp_rawlog_file_append(&f->raw, p, n);
-    if (st != CP_OK) {
-        set_error(f, "write %s: %s", f->raw.path, strerror(errno));
-        return st;
     }
     f->last_write_ms = uv_now(&f->conn->srv->loop);
     /* the calls this payload completed can be read back now */
@@ -203,8 +216,7 @@ static void drop_torn_tail(cp_sfile *f)
             cp_srv_log(f->conn->srv, CP_LOG_INFO, "%s: pod %s: %s file %lld: dropping a torn tail of %llu bytes",
                        f->conn->peer, f->conn->pod.pod_id, cp_stream_kind_name(f->kind), (long long)f->seq + 1,
                        (unsigned long long)(f->raw.size - keep));
-            if (cp_rawlog_file_truncate(&f->raw, keep) != CP_OK)
-                set_error(f, "truncate %s: %s", f->raw.path, strerror(errno));
+            if (cp_rawlog_file_cut(&f->raw, keep) != CP_OK) cut_failed(f);
         }
     } else if (st < 0) {
         set_error(f, "%s", cp_dec_error(f->dec));

@@ -140,6 +140,9 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl));"
     "CREATE INDEX hot_rollups_tbl ON hot_rollups (tbl);"
     "ALTER TABLE s3_files ADD COLUMN indexed_maxlen text;",
+
+    /* 6: pod_restarts.hot_complete, as SQLite's migration 6 */
+    "ALTER TABLE pod_restarts ADD COLUMN hot_complete integer NOT NULL DEFAULT 1;",
 };
 
 int cp_catalog_pg_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -165,6 +168,7 @@ enum {
     ST_STREAM_OPEN,
     ST_STREAM_CLOSE,
     ST_RESTART_FINISH,
+    ST_RESTART_COMPLETE,
     ST_COUNT
 };
 
@@ -179,10 +183,11 @@ static const struct {
                        " last_active = excluded.last_active",
                        "tttbbt"},
     [ST_RESTART_UPSERT] = {"INSERT INTO pod_restarts (pod_name, restart_time, namespace, service_name, pod_id,"
-                           " active_since, last_active) VALUES ($1, $2, $3, $4, $5, $2, $6)"
+                           " active_since, last_active, hot_complete) VALUES ($1, $2, $3, $4, $5, $2, $6, 0)"
                            " ON CONFLICT (pod_id, restart_time) DO UPDATE SET pod_name = excluded.pod_name,"
                            " namespace = excluded.namespace, service_name = excluded.service_name,"
-                           " active_since = excluded.active_since, last_active = excluded.last_active",
+                           " active_since = excluded.active_since, last_active = excluded.last_active,"
+                           " hot_complete = 0",
                            "tbtttb"},
     [ST_POD_TOUCH] = {"UPDATE pods SET last_active = $1 WHERE namespace = $2 AND pod_name = $3", "btt"},
     [ST_RESTART_TOUCH] = {"UPDATE pod_restarts SET last_active = $1 WHERE pod_id = $2 AND restart_time = $3", "btb"},
@@ -206,6 +211,7 @@ static const struct {
     [ST_RESTART_FINISH] = {"UPDATE streams SET status = 'closed', error = $3 WHERE pod_id = $1 AND restart_time = $2"
                            " AND status = 'open'",
                            "tbt"},
+    [ST_RESTART_COMPLETE] = {"UPDATE pod_restarts SET hot_complete = 1 WHERE pod_id = $1 AND restart_time = $2", "tb"},
 };
 
 /* ---- errors -------------------------------------------------------------------------------- */
@@ -687,7 +693,8 @@ static int pg_unfinished(cp_catalog *base, int (*fn)(void *ud, const cp_catalog_
     PGresult *r = cp_pg_query(c,
                               "SELECT r.namespace, r.service_name, r.pod_name, r.pod_id, r.restart_time"
                               " FROM pod_restarts r WHERE EXISTS (SELECT 1 FROM streams s WHERE s.pod_id = r.pod_id"
-                              " AND s.restart_time = r.restart_time AND s.status = 'open') ORDER BY r.restart_time",
+                              " AND s.restart_time = r.restart_time AND (s.status = 'open' OR r.hot_complete = 0))"
+                              " ORDER BY r.restart_time",
                               "", NULL, NULL, 0, "list unfinished restarts");
     if (!r) return CP_EIO;
     int st = CP_OK;
@@ -758,13 +765,23 @@ static int pg_call_exists(cp_catalog *base, const cp_call *call)
     return found;
 }
 
+static int pg_restart_complete(cp_catalog *base, const cp_catalog_pod *p)
+{
+    pg_catalog *c = (pg_catalog *)base;
+    int st = begin_batch(c);
+    if (st != CP_OK) return st;
+    const void *v[] = {p->pod_id, &p->restart_ms};
+    return run(c, ST_RESTART_COMPLETE, v, NULL, "complete a restart");
+}
+
 static int pg_restart_finish(cp_catalog *base, const cp_catalog_pod *p, const char *note)
 {
     pg_catalog *c = (pg_catalog *)base;
     int st = begin_batch(c);
     if (st != CP_OK) return st;
     const void *v[] = {p->pod_id, &p->restart_ms, note};
-    return run(c, ST_RESTART_FINISH, v, NULL, "finish a restart");
+    st = run(c, ST_RESTART_FINISH, v, NULL, "finish a restart");
+    return st == CP_OK ? pg_restart_complete(base, p) : st;
 }
 
 /* ---- compaction --------------------------------------------------------------------------------- */
@@ -1402,6 +1419,7 @@ static const cp_catalog_ops pg_ops = {
     .restart_files = pg_restart_files,
     .call_exists = pg_call_exists,
     .restart_finish = pg_restart_finish,
+    .restart_complete = pg_restart_complete,
     .compact_claim = pg_compact_claim,
     .compact_calls = pg_compact_calls,
     .cold_file_put = pg_cold_file_put,

@@ -155,6 +155,13 @@ static const char *const migrations[] = {
     "  PRIMARY KEY (cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl)) WITHOUT ROWID;"
     "CREATE INDEX hot_rollups_tbl ON hot_rollups (tbl);"
     "ALTER TABLE s3_files ADD COLUMN indexed_maxlen TEXT;",
+
+    /* 6: pod_restarts.hot_complete (issue 16): 1 once every call of the restart's raw log
+     * is in the hot tier -- set in the transaction that stores its last calls when its
+     * connection ends with no failed hot-tier write, or by recovery. A restart left at 0
+     * (a crash, a commit the disk refused) is assembled again from its raw files. Rows
+     * from before are taken as complete; new restarts start at 0. */
+    "ALTER TABLE pod_restarts ADD COLUMN hot_complete INTEGER NOT NULL DEFAULT 1;",
 };
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -175,7 +182,7 @@ static const char *const stmt_sql[ST_COUNT] = {
         " last_restart = max(coalesce(last_restart, 0), excluded.last_restart), last_active = excluded.last_active",
     [ST_RESTART_INSERT] =
         "INSERT OR REPLACE INTO pod_restarts (pod_name, restart_time, namespace, service_name, pod_id,"
-        " active_since, last_active) VALUES (?1, ?2, ?3, ?4, ?5, ?2, ?6)",
+        " active_since, last_active, hot_complete) VALUES (?1, ?2, ?3, ?4, ?5, ?2, ?6, 0)",
     [ST_POD_TOUCH] = "UPDATE pods SET last_active = ?1 WHERE namespace = ?2 AND pod_name = ?3",
     [ST_RESTART_TOUCH] = "UPDATE pod_restarts SET last_active = ?1 WHERE pod_id = ?2 AND restart_time = ?3",
     [ST_DICT_PUT] = "INSERT OR REPLACE INTO dictionary (pod_name, restart_time, position, pod_id, tag)"
@@ -191,7 +198,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 };
 
 
-#define WAL_RESTART_BYTES (64u << 20) /* WAL size at which maintain() makes it start over */
+#define WAL_MAX_DEFAULT (64u << 20) /* WAL size at which maintain() makes it start over */
 #define WAL_TAIL_FRAMES 256              /* ... once at most this many frames are left to copy */
 
 int cp_sq_fail(sqlite_catalog *c, const char *what)
@@ -452,7 +459,8 @@ static int sq_unfinished(cp_catalog *base, int (*fn)(void *ud, const cp_catalog_
     if (sqlite3_prepare_v2(c->db,
                            "SELECT r.namespace, r.service_name, r.pod_name, r.pod_id, r.restart_time FROM pod_restarts r"
                            " WHERE EXISTS (SELECT 1 FROM streams s WHERE s.pod_id = r.pod_id"
-                           "               AND s.restart_time = r.restart_time AND s.status = 'open')"
+                           "               AND s.restart_time = r.restart_time"
+                           "               AND (s.status = 'open' OR r.hot_complete = 0))"
                            " ORDER BY r.restart_time",
                            -1, &s, NULL) != SQLITE_OK)
         return cp_sq_fail(c, "list unfinished restarts");
@@ -517,6 +525,22 @@ static int sq_call_exists(cp_catalog *base, const cp_call *call)
     return st;
 }
 
+static int sq_restart_complete(cp_catalog *base, const cp_catalog_pod *p)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    int st = cp_sq_begin(c);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(c->db, "UPDATE pod_restarts SET hot_complete = 1 WHERE pod_id = ?1 AND restart_time = ?2",
+                           -1, &s, NULL) != SQLITE_OK)
+        return cp_sq_fail(c, "complete a restart");
+    bind_text(s, 1, p->pod_id);
+    sqlite3_bind_int64(s, 2, p->restart_ms);
+    st = sqlite3_step(s) == SQLITE_DONE ? CP_OK : cp_sq_fail(c, "complete a restart");
+    sqlite3_finalize(s);
+    return st;
+}
+
 static int sq_restart_finish(cp_catalog *base, const cp_catalog_pod *p, const char *note)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
@@ -533,7 +557,7 @@ static int sq_restart_finish(cp_catalog *base, const cp_catalog_pod *p, const ch
     bind_text(s, 3, note);
     st = sqlite3_step(s) == SQLITE_DONE ? CP_OK : cp_sq_fail(c, "finish a restart");
     sqlite3_finalize(s);
-    return st;
+    return st == CP_OK ? sq_restart_complete(base, p) : st;
 }
 
 static const char *sq_errmsg(const cp_catalog *base) { return ((const sqlite_catalog *)base)->err; }
@@ -576,18 +600,21 @@ static int sq_maintain(cp_catalog *base)
     }
     /* Under saturated ingest that is never enough: the writer commits every 100 ms and
      * begins again at once, so the WAL never starts over and grows without bound (10 GB
-     * in bench/hot.c). Once it is large and the passes above have copied all but a small
-     * tail, a RESTART checkpoint copies the tail and makes the next writer start the WAL
-     * over: it waits for the writer's open transaction to end (busy timeout) and holds
-     * the next one back only for the tail's copy and fsync -- milliseconds, because
-     * the passes already synced the rest. */
+     * in bench/hot.c, 1.18 GB in a fault probe). Once it is large and the passes above
+     * have copied all but a small tail, a TRUNCATE checkpoint copies the tail, makes the
+     * next writer start the WAL over and cuts the file to nothing (an idle server keeps no
+     * large WAL either): it waits for the writer's open transaction to end (busy timeout)
+     * and holds the next one back only for the tail's copy and fsync -- milliseconds,
+     * because the passes already synced the rest. Past twice the bound it does not wait
+     * for the tail to be small: the writer then waits for the whole copy (backpressure on
+     * the ingest loop) rather than the WAL growing on. */
     struct stat sb;
-    if (rc == SQLITE_OK && c->wal_path && stat(c->wal_path, &sb) == 0 && (uint64_t)sb.st_size >= WAL_RESTART_BYTES &&
-        log - done <= WAL_TAIL_FRAMES)
-        rc = sqlite3_wal_checkpoint_v2(c->ckpt, NULL, SQLITE_CHECKPOINT_RESTART, &log, &done);
-    if (rc == SQLITE_OK && c->wal_path && stat(c->wal_path, &sb) == 0 && (uint64_t)sb.st_size >= WAL_RESTART_BYTES &&
-        log - done > WAL_TAIL_FRAMES)
-        return CP_AGAIN; /* a RESTART that went through leaves a large file until the next write trims it */
+    uint64_t wal = c->wal_path && stat(c->wal_path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    uint64_t bound = c->wal_max ? c->wal_max : WAL_MAX_DEFAULT;
+    if (rc == SQLITE_OK && wal >= bound && (log - done <= WAL_TAIL_FRAMES || wal >= 2 * bound))
+        rc = sqlite3_wal_checkpoint_v2(c->ckpt, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log, &done);
+    wal = c->wal_path && stat(c->wal_path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+    if (rc == SQLITE_OK && wal >= bound) return CP_AGAIN; /* behind: again at once */
     return rc == SQLITE_OK || rc == SQLITE_BUSY ? CP_OK : CP_EIO;
 }
 
@@ -625,6 +652,17 @@ static int sq_set_durable(cp_catalog *base, int on)
     return cp_sq_exec(c, on ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", "set synchronous");
 }
 
+/* The WAL's bound: maintain() cuts it back past it; journal_size_limit trims it to that
+ * size when a write restarts it. */
+static int sq_set_wal_max(cp_catalog *base, uint64_t bytes)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    c->wal_max = bytes ? bytes : WAL_MAX_DEFAULT;
+    char sql[80];
+    snprintf(sql, sizeof sql, "PRAGMA journal_size_limit = %llu", (unsigned long long)c->wal_max);
+    return cp_sq_exec(c, sql, "set WAL size limit");
+}
+
 static const cp_catalog_ops sqlite_ops = {
     .name = "sqlite",
     .pod_register = sq_pod_register,
@@ -637,6 +675,7 @@ static const cp_catalog_ops sqlite_ops = {
     .set_windows = sq_set_windows,
     .set_idle = sq_set_idle,
     .set_bulk = sq_set_bulk,
+    .set_wal_max = sq_set_wal_max,
     .set_durable = sq_set_durable,
     .windows_prepare = sq_windows_prepare,
     .commit = cp_sq_commit,
@@ -647,6 +686,7 @@ static const cp_catalog_ops sqlite_ops = {
     .restart_files = sq_restart_files,
     .call_exists = sq_call_exists,
     .restart_finish = sq_restart_finish,
+    .restart_complete = sq_restart_complete,
     .compact_claim = cp_sq_compact_claim,
     .compact_calls = cp_sq_compact_calls,
     .cold_file_put = cp_sq_cold_file_put,

@@ -140,6 +140,8 @@ typedef struct cp_catalog_ops {
      * pointer: it must outlive the catalog). Default: the built-in list. Call it before
      * any call_put (entries already held keep the fingerprint they were made with). */
     void (*set_idle)(cp_catalog *c, const char *const *idle, size_t n);
+    /* The bound of SQLite's WAL (default 64 MiB); NULL = no WAL (PostgreSQL). */
+    int (*set_wal_max)(cp_catalog *c, uint64_t bytes);
     /* A bulk writer (imports): a small page cache (SQLite); NULL = nothing to change. */
     int (*set_bulk)(cp_catalog *c);
     /* Commits what is open, then every later commit is durable when it returns (on) or
@@ -151,17 +153,23 @@ typedef struct cp_catalog_ops {
      * holding now_ms up to now_ms + ahead (inventory status ready). Cheap when they
      * exist. Runs on the owner's thread. */
     int (*windows_prepare)(cp_catalog *c, int64_t now_ms);
-    /* ---- crash recovery: pod restarts whose connection did not end cleanly ---- */
-    /* fn(pod) for every pod restart with a stream file still "open" (the server was
-     * killed while the agent was connected). */
+    /* ---- recovery: pod restarts whose calls may be missing from the hot tier ---- */
+    /* fn(pod) for every pod restart with stream files that may hold calls the hot tier
+     * lacks: a stream file still "open" (its connection is live, on this node or another,
+     * or the server was killed while it was), or hot_complete = 0 (a hot-tier write of its
+     * calls failed, or its last one did not commit). Live ones are the caller's to skip. */
     int (*unfinished)(cp_catalog *c, int (*fn)(void *ud, const cp_catalog_pod *p), void *ud);
     /* fn(stream, file_index, path) for the restart's stream files, by stream then index. */
     int (*restart_files)(cp_catalog *c, const cp_catalog_pod *p,
                          int (*fn)(void *ud, const char *stream, int64_t file_index, const char *path), void *ud);
     /* 1 if the hot tier already has this call (same ref), 0 if not, or a negative status. */
     int (*call_exists)(cp_catalog *c, const cp_call *call);
-    /* Marks the restart's open stream files closed (status "closed", error = note). */
+    /* Marks the restart's open stream files closed (status "closed", error = note) and
+     * the restart complete (recovery has stored its calls). */
     int (*restart_finish)(cp_catalog *c, const cp_catalog_pod *p, const char *note);
+    /* Every call of the restart's raw log is in the hot tier (its connection ended with
+     * no failed hot-tier write): hot_complete = 1, in the open transaction. */
+    int (*restart_complete)(cp_catalog *c, const cp_catalog_pod *p);
     /* ---- compaction (one compactor thread/process; its own cp_catalog) ---- */
     /* Claims the oldest hour's eligible windows (see above), committing at once.
      * CP_ENOTFOUND when nothing is eligible. Windows with no rows are part of the claim
@@ -272,6 +280,10 @@ static inline void cp_catalog_set_idle(cp_catalog *c, const char *const *idle, s
 {
     if (c->ops->set_idle) c->ops->set_idle(c, idle, n);
 }
+static inline int cp_catalog_set_wal_max(cp_catalog *c, uint64_t bytes)
+{
+    return c->ops->set_wal_max ? c->ops->set_wal_max(c, bytes) : CP_OK;
+}
 static inline int cp_catalog_set_bulk(cp_catalog *c) { return c->ops->set_bulk ? c->ops->set_bulk(c) : CP_OK; }
 static inline int cp_catalog_set_durable(cp_catalog *c, int on)
 {
@@ -296,6 +308,10 @@ static inline int cp_catalog_call_exists(cp_catalog *c, const cp_call *call) { r
 static inline int cp_catalog_restart_finish(cp_catalog *c, const cp_catalog_pod *p, const char *note)
 {
     return c->ops->restart_finish(c, p, note);
+}
+static inline int cp_catalog_restart_complete(cp_catalog *c, const cp_catalog_pod *p)
+{
+    return c->ops->restart_complete(c, p);
 }
 static inline int cp_catalog_compact_claim(cp_catalog *c, const cp_compact_opts *o, cp_compact_job *job)
 {

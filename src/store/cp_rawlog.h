@@ -33,8 +33,10 @@ typedef struct cp_rawlog_restart {
 
 /* Creates <data>/raw/<ns>/<pod>/<restart_ms>, bumping restart_ms by 1 while that
  * directory already exists (two connections of one pod in one millisecond, or a
- * restarted server), so a restart directory is never reused. CP_ELIMIT if an escaped
- * name is longer than CP_RAWLOG_MAX_COMPONENT. */
+ * restarted server), so a restart directory is never reused. A name whose escaped form
+ * is longer than CP_RAWLOG_MAX_COMPONENT gets a directory "<escaped prefix>~<hash>" with
+ * the full name in its ".name" file (the catalog keeps full names; cp_rawlog_walk reads
+ * the file). */
 int cp_rawlog_restart_create(const char *data_dir, const char *ns, size_t ns_len, const char *pod, size_t pod_len,
                              int64_t restart_ms, cp_rawlog_restart *out);
 void cp_rawlog_restart_free(cp_rawlog_restart *r);
@@ -137,6 +139,15 @@ int cp_rawlog_file_sync(cp_rawlog_file *f);
 /* Cuts the file to len bytes (len <= size), dropping a torn or corrupt tail; reopens
  * the fd if needed. The file becomes dirty. */
 int cp_rawlog_file_truncate(cp_rawlog_file *f, uint64_t len);
+/* Cuts a torn tail off a stream file so that what stays decodes whole, keeping the cut
+ * bytes: [keep, size) go to "<path>.torn" first (written, fsynced, renamed into place,
+ * its directory fsynced), then the file is truncated to keep and fsynced. A flush ack
+ * may have covered those bytes (a client that flushes mid-record); they stay in the raw
+ * log, beside the file (cp_rawlog_walk and the decoders see only the file). CP_OK or
+ * CP_EIO (errno set). */
+int cp_rawlog_cut_tail(int fd, const char *path, uint64_t size, uint64_t keep);
+/* cp_rawlog_cut_tail on an open stream file (it stays open and becomes clean). */
+int cp_rawlog_file_cut(cp_rawlog_file *f, uint64_t keep);
 
 /* Asynchronous sync, in two halves. begin: if the file is dirty, pins its fd (the cache
  * will not close it), marks the file clean and returns the fd for another thread to

@@ -25,6 +25,7 @@
 #define INFO_MAX 1800                    /* extras JSON kept under cp_dump_meta.info's size */
 #define JOIN_CANDIDATES 50
 #define KEY_TRIES 8
+#define ID_TRIES 8
 
 struct cp_dump_upload {
     cp_dumps *d;
@@ -349,12 +350,29 @@ static int on_meta(void *ud, const cp_sql_val *c, size_t n)
     return 0;
 }
 
+/* A new row gets a random id ($20, random_id): ids are the API's handle on a file, and
+ * sequential ones let anyone guess every file's. An id already taken (by another random
+ * one, or by a row from before, when ids were the column's sequence) inserts nothing and
+ * returns no row, and record() tries another. */
 static const char insert_sql[] =
-    "INSERT INTO dumps (created_time, namespace, service_name, pod_name, pod_type, restart_time, dump_type,"
+    "INSERT INTO dumps (uuid, created_time, namespace, service_name, pod_name, pod_type, restart_time, dump_type,"
     " bytes_size, info, binary_data, path, file_name, restart_pod, dir_time, capture_time, received_time,"
     " deleted_time, state, sha256, version, location, object_key, cold_row, gc_rotation, claim, claimed_by,"
-    " claimed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $1, $14, $15, NULL, 'complete',"
-    " $16, 1, $17, $18, NULL, $19, NULL, NULL, NULL) RETURNING uuid";
+    " claimed_at) VALUES ($20, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $1, $14, $15, NULL,"
+    " 'complete', $16, 1, $17, $18, NULL, $19, NULL, NULL, NULL) ON CONFLICT (uuid) DO NOTHING RETURNING uuid";
+
+/* 63 random bits, > 0 (ids are positive int64s, decimal strings in the API). 0 when the
+ * system has no randomness to give. */
+static int64_t random_id(void)
+{
+    for (int i = 0; i < 4; i++) {
+        uint64_t v = 0;
+        if (cp_random_bytes(&v, sizeof v) != CP_OK) return 0;
+        v &= (uint64_t)INT64_MAX;
+        if (v) return (int64_t)v;
+    }
+    return 0;
+}
 
 /* in place: same id, version + 1, any claim or cold copy forgotten */
 static const char update_sql[] =
@@ -424,7 +442,20 @@ static int record(cp_dumps *d, cp_sqldb *db, const rec *r, cp_dump_meta *out, in
         }
     } else {
         *created = 1;
-        st = cp_sqldb_exec(db, insert_sql, v, 19, on_id, &id, NULL);
+        id = 0;
+        for (int tries = 0; st == CP_OK && !id && tries < ID_TRIES; tries++) {
+            int64_t want = random_id();
+            if (!want) {
+                snprintf(err, errlen, "record the file: no random bytes for its id");
+                return CP_EIO;
+            }
+            v[19] = cp_sql_i64(want);
+            st = cp_sqldb_exec(db, insert_sql, v, 20, on_id, &id, NULL); /* id stays 0 when taken */
+        }
+        if (st == CP_OK && !id) { /* the caller rolls back */
+            snprintf(err, errlen, "record the file: no free id after %d tries", ID_TRIES);
+            return CP_EIO;
+        }
     }
     if (st == CP_OK) {
         cp_sql_val iv[] = {cp_sql_i64(id)};

@@ -155,7 +155,8 @@ static int drop_files(cp_dumps *d, int64_t before_ms, victims *l, cp_dumps_reten
     return st;
 }
 
-/* 3: heap dumps beyond the newest heap_keep per (namespace, pod). */
+/* 3: heap dumps beyond the newest heap_keep per (namespace, pod): newest by directory
+ * time, then by arrival (ids are random, so they say nothing about age). */
 static int trim_heaps(cp_dumps *d, unsigned heap_keep, int64_t now_ms, victims *l, cp_dumps_retention_stats *s,
                       char *err, size_t errlen)
 {
@@ -163,7 +164,7 @@ static int trim_heaps(cp_dumps *d, unsigned heap_keep, int64_t now_ms, victims *
         cp_sql_val v[] = {cp_sql_i64(heap_keep), cp_sql_i64(BATCH)};
         int st = list(d,
                       "SELECT uuid FROM (SELECT uuid, row_number() OVER (PARTITION BY namespace, pod_name"
-                      " ORDER BY dir_time DESC, uuid DESC) AS rn FROM dumps WHERE dump_type = 'heap'"
+                      " ORDER BY dir_time DESC, received_time DESC, uuid DESC) AS rn FROM dumps WHERE dump_type = 'heap'"
                       " AND state = 'complete') x WHERE rn > $1 ORDER BY uuid LIMIT $2",
                       v, 2, l, err, errlen);
         if (st != CP_OK || l->n == 0) return st;

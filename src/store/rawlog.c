@@ -16,6 +16,8 @@
 #define FILE_MODE 0644
 /* Bound on the restart-directory bump loop; only a pathological tree gets near it. */
 #define MAX_RESTART_BUMPS 100000
+#define HASHED_PREFIX 160          /* escaped bytes of a long name kept before its hash */
+#define NAME_FILE ".name"          /* a hashed directory's full name */
 
 /* ---- pending directory list ------------------------------------------------------- */
 
@@ -140,13 +142,34 @@ int cp_rawlog_sync_all(int fs_fd, const int *fds, size_t nfds, const uint8_t *di
 
 /* ---- restart directory ------------------------------------------------------------ */
 
-/* Appends "/<escaped name>" and checks the component length. */
-static int put_component(cp_buf *b, const char *s, size_t n)
+/* Appends "/<escaped name>". A name whose escaped form is longer than
+ * CP_RAWLOG_MAX_COMPONENT (the protocol allows 1024-byte names; a directory name is at
+ * most 255 bytes) becomes "<escaped prefix>~<16 hex of FNV-1a 64 of the name>": '~' never
+ * appears in an escaped name, so the two forms cannot meet. *hashed says which it is; the
+ * full name then goes into the directory's NAME_FILE (write_name_file). */
+static int put_component(cp_buf *b, const char *s, size_t n, int *hashed)
 {
     size_t start = b->len + 1;
+    *hashed = 0;
     if (cp_buf_putc(b, '/') != CP_OK || cp_path_component(b, s, n) != CP_OK) return CP_ENOMEM;
-    if (b->len - start > CP_RAWLOG_MAX_COMPONENT) return CP_ELIMIT;
-    return CP_OK;
+    if (b->len - start <= CP_RAWLOG_MAX_COMPONENT) return CP_OK;
+    size_t keep = HASHED_PREFIX;
+    /* not inside a %XX escape */
+    if (b->data[start + keep - 1] == '%') keep -= 1;
+    else if (b->data[start + keep - 2] == '%') keep -= 2;
+    b->len = start + keep;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+    *hashed = 1;
+    return cp_buf_printf(b, "~%016" PRIx64, h);
+}
+
+/* <dir>/NAME_FILE holds a hashed directory's full name, for listings (cp_rawlog_walk). */
+static int write_name_file(const char *dir, const char *s, size_t n)
+{
+    char path[4200];
+    if ((size_t)snprintf(path, sizeof path, "%s/" NAME_FILE, dir) >= sizeof path) return CP_ELIMIT;
+    return cp_write_file_atomic(path, s, n);
 }
 
 static int buf_cstr(cp_buf *b)
@@ -166,12 +189,15 @@ int cp_rawlog_restart_create(const char *data_dir, const char *ns, size_t ns_len
     if (st == CP_OK) st = cp_buf_puts(&p, "/raw");
     if (st == CP_OK) st = buf_cstr(&p);
     if (st == CP_OK) st = mkdir_tracked(&out->unsynced_dirs, (char *)p.data, &created);
-    if (st == CP_OK) st = put_component(&p, ns, ns_len);
+    int hashed = 0;
+    if (st == CP_OK) st = put_component(&p, ns, ns_len, &hashed);
     if (st == CP_OK) st = buf_cstr(&p);
     if (st == CP_OK) st = mkdir_tracked(&out->unsynced_dirs, (char *)p.data, &created);
-    if (st == CP_OK) st = put_component(&p, pod, pod_len);
+    if (st == CP_OK && hashed) st = write_name_file((char *)p.data, ns, ns_len);
+    if (st == CP_OK) st = put_component(&p, pod, pod_len, &hashed);
     if (st == CP_OK) st = buf_cstr(&p);
     if (st == CP_OK) st = mkdir_tracked(&out->unsynced_dirs, (char *)p.data, &created);
+    if (st == CP_OK && hashed) st = write_name_file((char *)p.data, pod, pod_len);
     size_t base = p.len;
     for (int i = 0; st == CP_OK; i++) {
         if (i == MAX_RESTART_BUMPS) {
@@ -348,8 +374,8 @@ int cp_rawlog_file_open(cp_rawlog_fdcache *cache, cp_rawlog_restart *r, const ch
     f->fd = -1;
     cp_buf p;
     cp_buf_init(&p);
-    int created, st = cp_buf_puts(&p, r->dir);
-    if (st == CP_OK) st = put_component(&p, stream, strlen(stream));
+    int created, hashed, st = cp_buf_puts(&p, r->dir);
+    if (st == CP_OK) st = put_component(&p, stream, strlen(stream), &hashed); /* a known stream name: short */
     if (st == CP_OK) st = buf_cstr(&p);
     if (st == CP_OK) st = mkdir_tracked(&r->unsynced_dirs, (char *)p.data, &created);
     size_t dir_len = p.len;
@@ -518,6 +544,69 @@ int cp_rawlog_file_truncate(cp_rawlog_file *f, uint64_t len)
     return CP_OK;
 }
 
+/* ---- torn tails ------------------------------------------------------------------- */
+
+static int sync_dir_of(const char *path)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return CP_OK;
+    *slash = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return CP_EIO;
+    int rc = fsync(dfd);
+    close(dfd);
+    return rc == 0 ? CP_OK : CP_EIO;
+}
+
+int cp_rawlog_cut_tail(int fd, const char *path, uint64_t size, uint64_t keep)
+{
+    if (keep >= size) return CP_OK;
+    char side[4200], tmp[4220];
+    if ((size_t)snprintf(side, sizeof side, "%s.torn", path) >= sizeof side) {
+        errno = ENAMETOOLONG;
+        return CP_EIO;
+    }
+    snprintf(tmp, sizeof tmp, "%s.tmp", side);
+    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, FILE_MODE);
+    if (out < 0) return CP_EIO;
+    uint8_t buf[65536];
+    int st = CP_OK;
+    for (uint64_t off = keep; st == CP_OK && off < size;) {
+        size_t want = size - off < sizeof buf ? (size_t)(size - off) : sizeof buf;
+        long got = cp_pread_all(fd, buf, want, off);
+        if (got <= 0) st = CP_EIO;
+        else st = cp_write_all(out, buf, (size_t)got), off += (uint64_t)got;
+    }
+    int saved = errno;
+    if (st == CP_OK && fsync(out) != 0) st = CP_EIO, saved = errno;
+    close(out);
+    if (st == CP_OK && rename(tmp, side) != 0) st = CP_EIO, saved = errno;
+    if (st == CP_OK && sync_dir_of(side) != CP_OK) st = CP_EIO, saved = errno;
+    if (st != CP_OK) {
+        unlink(tmp);
+        errno = saved;
+        return st;
+    }
+    if (ftruncate(fd, (off_t)keep) != 0 || fsync(fd) != 0) return CP_EIO;
+    return CP_OK;
+}
+
+int cp_rawlog_file_cut(cp_rawlog_file *f, uint64_t keep)
+{
+    if (keep > f->size) {
+        errno = EINVAL;
+        return CP_EINVAL;
+    }
+    if (keep == f->size) return CP_OK;
+    if (ensure_open(f) != CP_OK) return CP_EIO;
+    if (cp_rawlog_cut_tail(f->fd, f->path, f->size, keep) != CP_OK) return CP_EIO;
+    f->size = keep;
+    tail_clear(f);
+    return CP_OK;
+}
+
 int cp_rawlog_file_sync_begin(cp_rawlog_file *f)
 {
     if (!f->dirty || f->fd < 0) return -1;
@@ -630,17 +719,26 @@ static int level_restart(walk *w, const char *name)
     return each_entry(w, cmp_name, level_stream);
 }
 
-static int unescape_into(cp_buf *b, const char *name)
+/* The name a directory stands for: unescaped, or for a hashed one its NAME_FILE. */
+static int unescape_into(cp_buf *b, const char *path, const char *name)
 {
     cp_buf_reset(b);
-    int st = cp_path_unescape(b, name, strlen(name));
+    int st;
+    if (strchr(name, '~')) {
+        char file[4200];
+        snprintf(file, sizeof file, "%s/" NAME_FILE, path);
+        st = cp_read_file(file, 4096, b);
+        if (st != CP_OK) return CP_EPROTO; /* not a directory we wrote (or not finished) */
+    } else {
+        st = cp_path_unescape(b, name, strlen(name));
+    }
     if (st == CP_OK) st = buf_cstr(b);
     return st;
 }
 
 static int level_pod(walk *w, const char *name)
 {
-    int st = unescape_into(&w->pod, name);
+    int st = unescape_into(&w->pod, w->path, name);
     if (st == CP_EPROTO) return CP_OK; /* not a name we wrote */
     if (st != CP_OK) return st;
     w->e.pod = (char *)w->pod.data;
@@ -650,7 +748,7 @@ static int level_pod(walk *w, const char *name)
 
 static int level_ns(walk *w, const char *name)
 {
-    int st = unescape_into(&w->ns, name);
+    int st = unescape_into(&w->ns, w->path, name);
     if (st == CP_EPROTO) return CP_OK;
     if (st != CP_OK) return st;
     w->e.ns = (char *)w->ns.data;

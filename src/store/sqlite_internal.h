@@ -34,6 +34,7 @@ typedef struct sqlite_catalog {
     cp_hot_writer *hot;
     int64_t window_ms;  /* hot-tier window length (set_windows) */
     char *wal_path;
+    uint64_t wal_max;   /* the WAL's bound (set_wal_max; default WAL_MAX_DEFAULT) */
     sqlite3 *snap;      /* compact_calls' read connection: one snapshot while the main one writes */
     struct sq_cold *cold;
 } sqlite_catalog;

@@ -167,6 +167,9 @@ int cp_dec_feed(cp_dec *d, const uint8_t *p, size_t n);
 int cp_dec_finish(cp_dec *d);
 
 uint64_t cp_dec_committed(const cp_dec *d);
+/* Bytes the decoder holds for a record not yet complete (its buffer's size): what an
+ * agent can make the server keep by sending the start of a huge record. */
+size_t cp_dec_buffered(const cp_dec *d);
 uint64_t cp_dec_fed(const cp_dec *d);        /* total bytes fed */
 uint64_t cp_dec_records(const cp_dec *d);    /* records delivered */
 cp_stream_kind cp_dec_kind(const cp_dec *d);

@@ -289,6 +289,8 @@ int cp_dec_finish(cp_dec *d)
     return CP_OK;
 }
 
+size_t cp_dec_buffered(const cp_dec *d) { return d->pend.cap; }
+
 uint64_t cp_dec_committed(const cp_dec *d) { return d->committed; }
 uint64_t cp_dec_fed(const cp_dec *d) { return d->fed; }
 uint64_t cp_dec_records(const cp_dec *d) { return d->records; }

@@ -447,14 +447,14 @@ int cli_run(cp_buf *out, cp_buf *err, const char *const *args)
     struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
     cp_buf *dst[2] = {out, err};
     int open_fds = 2;
-    int64_t deadline = now_ms() + 30000;
+    int64_t deadline = now_ms() + CLI_TIMEOUT_MS;
     uint8_t tmp[65536];
     while (open_fds > 0) {
         int64_t left = deadline - now_ms();
         if (left <= 0) {
             kill(pid, SIGKILL);
             waitpid(pid, NULL, 0);
-            fail_msg("cloudprof %s ran for more than 30 s", args[0]);
+            fail_msg("cloudprof %s ran for more than %d s", args[0], CLI_TIMEOUT_MS / 1000);
         }
         int r = poll(fds, 2, (int)left);
         if (r < 0 && errno == EINTR) continue;
@@ -497,6 +497,24 @@ void raw_fetch(const test_server *s, const char *ns, const char *pod, const char
     if (st != 0) {
         char what[512];
         snprintf(what, sizeof what, "cloudprof raw --pod %s --stream %s --index %d", pod, stream, index);
+        fail_cli(what, st, &err);
+    }
+    cp_buf_free(&err);
+}
+
+void raw_fetch_sent(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out)
+{
+    char idx[16];
+    snprintf(idx, sizeof idx, "%d", index);
+    const char *argv[] = {"raw", "--data", s->data, "--namespace", ns, "--pod", pod,
+                          "--stream", stream, "--index", idx, "--torn", NULL};
+    cp_buf err;
+    cp_buf_init(&err);
+    cp_buf_init(out);
+    int st = cli_run(out, &err, argv);
+    if (st != 0) {
+        char what[512];
+        snprintf(what, sizeof what, "cloudprof raw --torn --pod %s --stream %s --index %d", pod, stream, index);
         fail_cli(what, st, &err);
     }
     cp_buf_free(&err);

@@ -14,7 +14,7 @@
 
 #include <sys/types.h>
 
-#define SRV_TIMEOUT_MS 10000 /* default for every wait on the server */
+#define SRV_TIMEOUT_MS TEST_WAIT_MS /* default for every wait on the server (only a failure waits this long) */
 
 /* ---- the server process ---------------------------------------------------------------- */
 
@@ -29,12 +29,12 @@ typedef struct test_server {
 } test_server;
 
 /* Starts `cloudprof serve --agent-host 127.0.0.1 --agent-port 0 --http-host 127.0.0.1
- * --http-port 0 --data ROOT/data --ready-file ROOT/ready [extra...]` on a fresh temporary ROOT and waits (<= 10 s) for
+ * --http-port 0 --data ROOT/data --ready-file ROOT/ready [extra...]` on a fresh temporary ROOT and waits (<= SRV_TIMEOUT_MS) for
  * the ready file. Compaction is off (--compact-every 0) unless extra says --compact-every. extra is a NULL-terminated argument list, or NULL. */
 void server_start(test_server *s, const char *tag, const char *const *extra);
 /* Starts the server again on the same data directory (after server_stop/server_kill). */
 void server_restart(test_server *s, const char *const *extra);
-/* SIGTERM, then waits <= 10 s for the exit; fails the test unless the server exits with
+/* SIGTERM, then waits <= SRV_TIMEOUT_MS for the exit; fails the test unless the server exits with
  * status 0 in time (it is killed if it hangs). Returns the wait status. */
 int server_stop(test_server *s);
 /* SIGKILL and reap: simulates a crash. */
@@ -85,10 +85,14 @@ size_t agent_put_data(cp_buf *b, const uint8_t handle[16], const uint8_t *p, siz
 
 /* Runs CLOUDPROF_BIN with argv (NULL-terminated, without argv[0]); stdout goes to out,
  * stderr to err (either may be NULL to discard). Returns the exit status (128+signal if
- * killed). Fails the test if it runs for more than 30 s. */
+ * killed). Fails the test if it runs for more than CLI_TIMEOUT_MS (a hang guard). */
+#define CLI_TIMEOUT_MS 180000
 int cli_run(cp_buf *out, cp_buf *err, const char *const *argv);
 /* `cloudprof raw --data DIR --namespace NS --pod POD --stream NAME --index N` -> out. */
 void raw_fetch(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out);
+/* The same with a torn tail the server cut off (cloudprof raw --torn): every byte the
+ * agent sent for the file. */
+void raw_fetch_sent(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out);
 
 typedef struct raw_entry {
     char ns[256];

@@ -1,0 +1,299 @@
+/* chaos_test.c -- a bad day, bounded (issue 16's acceptance): emulated agents stream while
+ * the test kills the server (SIGKILL) at random moments, fills its file system and frees
+ * it again (a tmpfs of its own when run as root), and, on PostgreSQL + S3, makes S3
+ * unreachable during a compaction. At the end:
+ *   - every byte an ack covered is in the raw log (stream files plus the torn tails cut off
+ *     beside them), stream by stream;
+ *   - every stored stream file decodes;
+ *   - every call in the raw log is listed exactly once by the API (hot, then cold);
+ *   - compaction finishes.
+ * The random moments come from a fixed seed; the checks are invariants that hold whatever
+ * the moments were. CP_TEST_BOTH_PAIRS: SQLite + directory, and PostgreSQL + S3.
+ */
+#include "server_util.h"
+
+#include "http_util.h"
+#include "pair_util.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "streams/cp_streams.h"
+
+extern char **environ;
+
+static const char *const stream_names[] = {"trace", "calls", "xml", "sql", "dictionary", "posDictionary", "suspend",
+                                           "params"};
+
+typedef struct env {
+    test_server s;
+    char *dir, *catalog, *store;
+    char mnt[1100], data[1200], filler[1200], agent_port[16], http_port[16];
+    int mounted;
+    const char *args[40];
+} env;
+
+/* ---- the emulator in the background --------------------------------------------------------- */
+
+static pid_t spawn_emulator(const env *e, const char *out_path)
+{
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", e->s.port);
+    char *const argv[] = {(char *)CLOUDPROF_BIN, "emulate", "--target", target, "--agents", "4", "--duration", "32",
+                          "--calls-per-sec", "200", "--reconnect-delay", "300", "--flush-interval", "1000",
+                          "--json", "--quiet", NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid;
+    int rc = posix_spawn(&pid, CLOUDPROF_BIN, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) fail_msg("cannot start the emulator: %s", strerror(rc));
+    return pid;
+}
+
+/* Its JSON summary (the last line of its stdout), after it exited (<= 180 s). */
+static json_t *emulator_summary(pid_t pid, const char *out_path)
+{
+    int status = 0;
+    for (int i = 0; i < 3600; i++) {
+        if (waitpid(pid, &status, WNOHANG) == pid) break;
+        if (i == 3599) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fail_msg("the emulator did not finish within 180 s");
+        }
+        sleep_ms(50);
+    }
+    cp_buf out;
+    cp_buf_init(&out);
+    load_file(out_path, &out);
+    cp_buf_putc(&out, 0);
+    char *text = (char *)out.data;
+    size_t len = strlen(text);
+    while (len && text[len - 1] == '\n') text[--len] = 0;
+    char *last = strrchr(text, '\n');
+    json_t *sum = json_loads(last ? last + 1 : text, 0, NULL);
+    if (!sum) fail_msg("no emulator summary: %s", text);
+    printf("emulate (exit %d): %s\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1, last ? last + 1 : text);
+    cp_buf_free(&out);
+    return sum;
+}
+
+/* ---- the file system ---------------------------------------------------------------------------- */
+
+static void fill(const env *e, long long leave)
+{
+    struct statvfs v;
+    if (statvfs(e->mnt, &v) != 0) return;
+    long long avail = (long long)v.f_bavail * (long long)v.f_frsize;
+    FILE *f = fopen(e->filler, "wb");
+    if (!f) return;
+    static char block[1 << 16];
+    for (long long left = avail - leave; left > 0; left -= (long long)sizeof block)
+        if (fwrite(block, 1, left < (long long)sizeof block ? (size_t)left : sizeof block, f) == 0) break;
+    fclose(f);
+}
+
+/* ---- checks ------------------------------------------------------------------------------------- */
+
+static void wait_recovered(const test_server *s)
+{
+    for (int i = 0; i < 2400; i++) { /* generous: 120 s */
+        json_t *h = http_get_json(s->http_port, "/api/v1/health", 200);
+        json_t *r = json_object_get(h, "recovery");
+        int done = json_integer_value(json_object_get(r, "passes")) > 0 && !json_is_true(json_object_get(r, "running")) &&
+                   json_is_true(json_object_get(r, "ok"));
+        json_decref(h);
+        if (done) return;
+        sleep_ms(50);
+    }
+    server_fail(s, "recovery did not finish within 120 s");
+}
+
+/* Stored bytes per stream name (files plus torn tails); every decoded file decodes whole;
+ * the calls records of the raw log. */
+static long long check_raw(const test_server *s, long long stored[8])
+{
+    raw_entry *e;
+    size_t n = raw_list(s, &e);
+    long long calls = 0;
+    memset(stored, 0, 8 * sizeof stored[0]);
+    for (size_t i = 0; i < n; i++) {
+        char path[2048], torn[2100], why[256];
+        raw_tree_path(s, e[i].ns, e[i].pod, e[i].restart, e[i].stream, e[i].index, path, sizeof path);
+        snprintf(torn, sizeof torn, "%s.torn", path);
+        struct stat sb;
+        long long t = stat(torn, &sb) == 0 ? (long long)sb.st_size : 0;
+        for (size_t k = 0; k < CP_ARRAY_LEN(stream_names); k++)
+            if (!strcmp(e[i].stream, stream_names[k])) stored[k] += e[i].bytes + t;
+        cp_stream_kind kind = cp_stream_kind_parse(e[i].stream);
+        if (!cp_stream_kind_is_decoded(kind)) continue;
+        cp_buf b;
+        cp_buf_init(&b);
+        load_file(path, &b);
+        uint64_t records = 0;
+        if (decode_file(e[i].stream, b.data, b.len, &records, why, sizeof why) != CP_OK)
+            server_fail(s, "%s does not decode: %s", path, why);
+        if (kind == CP_STREAM_CALLS) calls += (long long)records;
+        cp_buf_free(&b);
+    }
+    free(e);
+    return calls;
+}
+
+static long long api_total(const test_server *s, int64_t from, int64_t to)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/calls/stats?from=%lld&to=%lld", (long long)from, (long long)to);
+    json_t *st = http_get_json(s->http_port, path, 200);
+    long long n = json_integer_value(json_object_get(st, "total"));
+    json_decref(st);
+    return n;
+}
+
+/* `cloudprof compact` on the server's storage; s3_endpoint overrides the pair's. */
+static int compact(const env *e, const char *s3_endpoint, int64_t until, cp_buf *out)
+{
+    const char *argv[32];
+    size_t n = 0;
+    char untilv[32];
+    snprintf(untilv, sizeof untilv, "%lld", (long long)until);
+    argv[n++] = "compact";
+    argv[n++] = "--data";
+    argv[n++] = e->data;
+    for (const char *const *pf = test_pair_flags(e->catalog, e->store); *pf; pf++) argv[n++] = *pf;
+    if (s3_endpoint) {
+        argv[n++] = "--s3-endpoint";
+        argv[n++] = s3_endpoint;
+    }
+    argv[n++] = "--until";
+    argv[n++] = untilv;
+    argv[n++] = "--take-over";
+    argv[n] = NULL;
+    cp_buf err;
+    cp_buf_init(&err);
+    cp_buf_reset(out);
+    int rc = cli_run(out, &err, argv);
+    cp_buf_append(out, err.data, err.len);
+    cp_buf_putc(out, 0);
+    cp_buf_free(&err);
+    return rc;
+}
+
+static void test_chaos(void **state)
+{
+    test_pair_require();
+    test_pair_env();
+    env e;
+    memset(&e, 0, sizeof e);
+    e.dir = make_temp_dir("chaos");
+    e.catalog = test_catalog_spec(e.dir);
+    e.store = test_store_url(e.dir);
+    snprintf(e.mnt, sizeof e.mnt, "%s/fs", e.dir);
+    mkdir(e.mnt, 0755);
+    e.mounted = geteuid() == 0 && mount("tmpfs", e.mnt, "tmpfs", 0, "size=96m") == 0;
+    if (!e.mounted) printf("note: not root: no tmpfs, so the disk-full part is left out\n");
+    snprintf(e.data, sizeof e.data, "%s/data", e.mnt);
+    snprintf(e.filler, sizeof e.filler, "%s/filler", e.mnt);
+    size_t n = 0;
+    for (const char *const *pf = test_pair_flags(e.catalog, e.store); *pf; pf++) e.args[n++] = *pf;
+    e.args[n++] = "--data";
+    e.args[n++] = e.data;
+    e.args[n++] = "--min-free";
+    e.args[n++] = "0"; /* the disk really fills */
+    e.args[n] = NULL;
+    server_start(&e.s, "chaos", e.args);
+    snprintf(e.s.data, sizeof e.s.data, "%.1000s", e.data);
+    /* the agents reconnect to the same ports after each kill (the later flags win) */
+    snprintf(e.agent_port, sizeof e.agent_port, "%d", e.s.port);
+    snprintf(e.http_port, sizeof e.http_port, "%d", e.s.http_port);
+    e.args[n++] = "--agent-port";
+    e.args[n++] = e.agent_port;
+    e.args[n++] = "--http-port";
+    e.args[n++] = e.http_port;
+    e.args[n] = NULL;
+    int64_t from = cp_now_ms() - 3600000;
+
+    char emu_out[1200];
+    snprintf(emu_out, sizeof emu_out, "%s/emulate.json", e.dir);
+    pid_t emu = spawn_emulator(&e, emu_out);
+    uint64_t seed = 0xc4a05;
+    for (int round = 0; round < 8; round++) {
+        sleep_ms(1500 + (long)(test_rand(&seed) % 2500));
+        if (round == 3 && e.mounted) { /* the disk fills up for two seconds */
+            fill(&e, 16 << 10); /* a few flushes from full */
+            sleep_ms(2000);
+            unlink(e.filler);
+            continue;
+        }
+        server_kill(&e.s);
+        sleep_ms(200 + (long)(test_rand(&seed) % 600));
+        server_restart(&e.s, e.args);
+        snprintf(e.s.data, sizeof e.s.data, "%.1000s", e.data);
+    }
+    json_t *sum = emulator_summary(emu, emu_out);
+    wait_recovered(&e.s);
+    int64_t to = cp_now_ms() + 3600000;
+
+    /* every acknowledged byte is stored; every file decodes; the API has every call once */
+    long long stored[8];
+    long long raw_calls = check_raw(&e.s, stored), api = -1;
+    json_t *sb = json_object_get(sum, "stream_bytes");
+    for (size_t k = 0; k < CP_ARRAY_LEN(stream_names); k++) {
+        long long acked = json_integer_value(json_object_get(sb, stream_names[k]));
+        printf("  %-14s acked %lld bytes, stored %lld\n", stream_names[k], acked, stored[k]);
+        if (stored[k] < acked)
+            server_fail(&e.s, "%s: %lld bytes acknowledged, only %lld stored", stream_names[k], acked, stored[k]);
+    }
+    assert_true(raw_calls >= json_integer_value(json_object_get(sum, "calls_sent")));
+    /* the agents came back after the kills: the test saw more than the first seconds */
+    if (json_integer_value(json_object_get(sum, "reconnects")) < 1) server_fail(&e.s, "the agents never reconnected");
+    for (int i = 0; i < 1200 && (api = api_total(&e.s, from, to)) != raw_calls; i++) sleep_ms(50);
+    printf("%lld calls in the raw log, %lld in the API\n", raw_calls, api);
+    if (api != raw_calls) server_fail(&e.s, "%lld calls in the raw log but %lld in the API", raw_calls, api);
+    server_stop(&e.s); /* the compactor is the CLI's, below */
+
+    /* compaction: with S3 out of reach it fails and keeps everything; then it finishes */
+    cp_buf out;
+    cp_buf_init(&out);
+    if (test_pair_pg()) {
+        int rc = compact(&e, "http://127.0.0.1:9", to, &out);
+        printf("compact with S3 unreachable: exit %d\n%s", rc, (const char *)out.data);
+        assert_true(rc != 0);
+    }
+    int rc = compact(&e, NULL, to, &out);
+    printf("compact: exit %d\n%s", rc, (const char *)out.data);
+    assert_int_equal(rc, 0);
+    assert_null(strstr((const char *)out.data, "compacted 0 claims"));
+    server_restart(&e.s, e.args);
+    snprintf(e.s.data, sizeof e.s.data, "%.1000s", e.data);
+    api = api_total(&e.s, from, to);
+    printf("after compaction: %lld calls in the API\n", api);
+    assert_int_equal(api, raw_calls);
+    cp_buf_free(&out);
+    json_decref(sum);
+    server_stop(&e.s);
+    server_destroy(&e.s);
+    if (e.mounted) umount(e.mnt);
+    remove_tree(e.dir);
+    free(e.dir);
+    free(e.catalog);
+    free(e.store);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test_teardown(test_chaos, servers_teardown)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
