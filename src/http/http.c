@@ -6,7 +6,10 @@
  * one of them and may block on the catalog (it takes a reader from the pool for the
  * duration of the query). A request is handled in two calls of the access handler: the
  * first (headers only) allocates the request state, later ones deliver the body (kept
- * up to HTTP_MAX_BODY_BYTES for POST, discarded otherwise), the last one answers.
+ * up to HTTP_MAX_BODY_BYTES for the POSTs that take one), the last one answers. The first
+ * call also runs guard.c's checks (framing, cross-origin writes) and answers at once when
+ * the headers already decide: a body where none is taken, a Content-Length over the limit.
+ * guard.c also bounds the time a connection may take to send a request's headers.
  */
 #include "http_internal.h"
 
@@ -40,6 +43,8 @@ void cp_http_config_default(cp_http_config *cfg)
     cfg->import_max_bytes = (uint64_t)64 << 30;
     cfg->dump_parse_max = (size_t)256 << 20;
     cfg->dump_zip_max_files = 100000;
+    cfg->header_timeout_s = 10;
+    cfg->max_per_client = 256;
 }
 
 void http_log(const cp_http *h, int level, const char *fmt, ...)
@@ -415,9 +420,10 @@ static void req_take_body(http_req *rq, const char *data, size_t n)
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode why)
 {
-    (void)cls;
-    (void)c;
     (void)why;
+    /* kept alive, the connection now waits for the next request's headers: the header
+     * deadline starts again (guard.c); one that is closing leaves the guard right after */
+    http_guard_request_done(cls, c);
     http_req *rq = *con_cls;
     if (!rq) return;
     if (rq->up) http_diag_free(rq->up); /* an upload cut off is dropped here */
@@ -690,31 +696,16 @@ static enum MHD_Result on_import(cp_http *h, struct MHD_Connection *conn, const 
     return send_out(h, conn, method, url, &o);
 }
 
-/* MHD's access handler (see the file comment for the call sequence). */
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-                                  const char *version, const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+/* The endpoints that take a body (POST, kept up to HTTP_MAX_BODY_BYTES); uploads and
+ * imports have their own handlers. */
+static int takes_body(const char *url)
 {
-    cp_http *h = cls;
-    (void)version;
-    http_req *rq = *con_cls;
-    if (!rq) return MHD_NO; /* on_uri could not allocate */
-    if (rq->diag || (!rq->seen && is_diag_path(url)))
-        return on_diag(h, conn, method, url, upload_data, upload_data_size, rq);
-    if (rq->import || (!rq->seen && method_bit(method) == M_POST && !strcmp(url, "/api/v1/import")))
-        return on_import(h, conn, method, url, upload_data, upload_data_size, rq);
-    if (!rq->seen) { /* headers only */
-        rq->seen = 1;
-        rq->keep_body = method_bit(method) == M_POST && !http_ui_path(url); /* a UI POST is a 405 */
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (rq->keep_body && cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY_BYTES) rq->body_too_large = 1;
-        return MHD_YES;
-    }
-    if (*upload_data_size) {
-        req_take_body(rq, upload_data, *upload_data_size);
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
+    return !strcmp(url, "/api/v1/tree") || !strcmp(url, "/api/v1/tree/export");
+}
+
+/* Answers a request (not an upload nor an import) once its body, if any, is in. */
+static enum MHD_Result answer(cp_http *h, struct MHD_Connection *conn, const char *url, const char *method, http_req *rq)
+{
     http_out o;
     out_init(&o);
     int m = method_bit(method);
@@ -730,6 +721,59 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         route(h, conn, url, m, &args, rq, &o);
     }
     return send_out(h, conn, method, url, &o);
+}
+
+/* MHD's access handler (see the file comment for the call sequence). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    cp_http *h = cls;
+    (void)version;
+    http_req *rq = *con_cls;
+    if (!rq) return MHD_NO; /* on_uri could not allocate */
+    if (!rq->checked) { /* the first call of any request: headers complete, no body read yet */
+        rq->checked = 1;
+        http_guard_headers_done(h, conn); /* the header deadline no longer applies */
+        http_out o;
+        out_init(&o);
+        /* answered now, MHD reads no body and closes the connection after the answer */
+        if (http_guard_check(h, conn, method, &o) != 0) return send_out(h, conn, method, url, &o);
+    }
+    if (rq->diag || (!rq->seen && is_diag_path(url)))
+        return on_diag(h, conn, method, url, upload_data, upload_data_size, rq);
+    if (rq->import || (!rq->seen && method_bit(method) == M_POST && !strcmp(url, "/api/v1/import")))
+        return on_import(h, conn, method, url, upload_data, upload_data_size, rq);
+    if (!rq->seen) { /* headers only */
+        rq->seen = 1;
+        int m = method_bit(method);
+        rq->keep_body = m == M_POST && takes_body(url);
+        uint64_t len = 0;
+        int body = http_body_declared(conn, &len);
+        if (body && !rq->keep_body) {
+            /* Nothing here takes a body: answer at once instead of reading (and dropping)
+             * what may be gigabytes or never come. GET, HEAD, DELETE: 413; another method
+             * gets its 404 or 405 as it would without a body. */
+            if (m != M_GET && m != M_DELETE) return answer(h, conn, url, method, rq);
+            http_out o;
+            out_init(&o);
+            http_error(&o, 413, "body_not_allowed", "this request takes no body");
+            return send_out(h, conn, method, url, &o);
+        }
+        if (body == 1 && len > HTTP_MAX_BODY_BYTES) { /* over the limit as declared: at once */
+            http_out o;
+            out_init(&o);
+            http_error(&o, 413, "body_too_large", "the body is larger than %u bytes", HTTP_MAX_BODY_BYTES);
+            return send_out(h, conn, method, url, &o);
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        req_take_body(rq, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    return answer(h, conn, url, method, rq);
 }
 
 /* MHD's own messages go to cfg->log at debug level: they are mostly about clients
@@ -777,7 +821,8 @@ static int check_config(const cp_http_config *cfg, char *err, size_t errlen)
         return CP_EINVAL;
     }
     if (cfg->port < 0 || cfg->port > 65535 || cfg->threads == 0 || cfg->threads > 1024 || cfg->max_limit == 0 ||
-        cfg->max_span_ms <= 0 || cfg->max_tree_calls == 0 || cfg->max_tree_nodes == 0 || cfg->cursor_ttl_ms <= 0) {
+        cfg->max_span_ms <= 0 || cfg->max_tree_calls == 0 || cfg->max_tree_nodes == 0 || cfg->cursor_ttl_ms <= 0 ||
+        cfg->header_timeout_s > 86400) {
         snprintf(err, errlen, "http: invalid configuration (port, threads or limits)");
         return CP_EINVAL;
     }
@@ -828,6 +873,17 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         free(h);
         return CP_ENOMEM;
     }
+    if ((st = http_guard_start(h, err, errlen)) != CP_OK) {
+        jobs_stop(&h->jobs);
+        jobs_free(&h->jobs);
+        jobs_stop(&h->queries);
+        jobs_free(&h->queries);
+        jobs_stop(&h->imports);
+        jobs_free(&h->imports);
+        pool_free(&h->pool);
+        free(h);
+        return st;
+    }
     pthread_mutex_init(&h->imports_mu, NULL);
     pthread_mutex_init(&h->streams_mu, NULL);
     unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
@@ -836,12 +892,17 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, /* first: MHD wants it so */
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1000,
+                                 /* above the guard's cap on connections waiting for their
+                                  * headers, so requests past them always find a place */
+                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_MAX_CONNECTIONS,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_per_client, /* 0 = none */
+                                 /* idle (every byte resets it); the guard bounds the headers */
                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)120,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
                                  MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                                  MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+                                 MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, h,
                                  MHD_OPTION_END);
     if (!h->daemon) {
         snprintf(err, errlen, "http: cannot listen on %s:%d: %s", cfg->host ? cfg->host : "0.0.0.0", cfg->port,
@@ -854,14 +915,15 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         jobs_free(&h->imports);
         pthread_mutex_destroy(&h->imports_mu);
         pthread_mutex_destroy(&h->streams_mu);
+        http_guard_stop(h);
         pool_free(&h->pool);
         free(h);
         return CP_EIO;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : cfg->port;
-    http_log(h, HTTP_LOG_INFO, "http: listening on %s:%d (%u threads)", cfg->host ? cfg->host : "0.0.0.0",
-             h->port, cfg->threads);
+    http_log(h, HTTP_LOG_INFO, "http: listening on %s:%d (%u threads, headers within %u s, %u connections per client)",
+             cfg->host ? cfg->host : "0.0.0.0", h->port, cfg->threads, cfg->header_timeout_s, cfg->max_per_client);
     *out = h;
     return CP_OK;
 }
@@ -879,6 +941,7 @@ void cp_http_stop(cp_http *h)
     http_streams_stop(h);
     http_imports_stop(h); /* imports likewise */
     MHD_stop_daemon(h->daemon); /* joins the threads; pending responses are freed */
+    http_guard_stop(h);         /* every connection has left it */
     jobs_free(&h->jobs);
     jobs_free(&h->queries);
     jobs_free(&h->imports);

@@ -31,6 +31,12 @@ enum { HTTP_LOG_ERROR = 0, HTTP_LOG_WARN = 1, HTTP_LOG_INFO = 2, HTTP_LOG_DEBUG 
 #define HTTP_EXPORT_PAGE 1000         /* rows fetched per reader query by the CSV export */
 #define HTTP_EXPORT_MAX_MS 25000      /* an export stops (and says so) after 25 s */
 #define HTTP_POOL_WAIT_MS 5000        /* waiting for a free reader before a 503 */
+/* Connections (guard.c): MHD's limit, of which at most HTTP_MAX_HEADER_WAITERS may be
+ * waiting for a request's headers at once (the rest is kept for requests past them). */
+#define HTTP_MAX_CONNECTIONS 2048
+#define HTTP_MAX_HEADER_WAITERS 1536
+#define HTTP_MAX_ORIGINS 32           /* entries of cfg->allowed_origins */
+#define HTTP_ORIGIN_MAX 300           /* "scheme://host:port" */
 
 /* ---- reader pool ------------------------------------------------------------------- */
 
@@ -64,6 +70,25 @@ typedef struct http_jobs {
     int stop;
 } http_jobs;
 
+/* ---- the connection guard (guard.c) ---------------------------------------------------- */
+
+typedef struct http_conn http_conn;
+
+typedef struct http_guard {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;            /* CLOCK_MONOTONIC; wakes the watchdog to stop */
+    pthread_t thread;             /* the watchdog (only with a deadline) */
+    int thread_started;
+    int stop;
+    http_conn *head, *tail;       /* connections waiting for a request's headers, oldest first */
+    size_t nwaiting;
+    size_t max_waiting;           /* HTTP_MAX_HEADER_WAITERS */
+    size_t evicted;               /* shut down over the cap since the watchdog last logged */
+    uint64_t deadline_ns;         /* cfg->header_timeout_s; 0 = none */
+    char origins[HTTP_MAX_ORIGINS][HTTP_ORIGIN_MAX]; /* cfg->allowed_origins, normalised */
+    size_t norigins;
+} http_guard;
+
 /* ---- the server ---------------------------------------------------------------------- */
 
 struct cp_http {
@@ -80,7 +105,30 @@ struct cp_http {
     pthread_mutex_t streams_mu;
     size_t streams;               /* streamed queries queued or running */
     volatile int stopping;        /* the server is stopping: streamed queries cancel */
+    http_guard guard;             /* slow clients, framing, cross-origin writes (guard.c) */
 };
+
+/* ---- guard.c --------------------------------------------------------------------------- */
+
+struct http_out;
+
+/* Parses cfg->allowed_origins and starts the header-deadline watchdog. CP_OK, or an error
+ * with a message in err. */
+int http_guard_start(cp_http *h, char *err, size_t errlen);
+/* After MHD stopped: joins the watchdog. */
+void http_guard_stop(cp_http *h);
+/* MHD_OPTION_NOTIFY_CONNECTION (cls = the cp_http). */
+void http_guard_notify(void *cls, struct MHD_Connection *conn, void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe);
+/* The access handler's first call for a request: its headers are complete. */
+void http_guard_headers_done(cp_http *h, struct MHD_Connection *conn);
+/* A request is over: a connection kept alive waits for the next one's headers. */
+void http_guard_request_done(cp_http *h, struct MHD_Connection *conn);
+/* The first call's checks (framing, cross-origin writes): 0, or -1 with the 400/403 in o. */
+int http_guard_check(cp_http *h, struct MHD_Connection *conn, const char *method, struct http_out *o);
+/* The body the headers announce: 0 none (or Content-Length: 0), 1 *len bytes, 2 chunked
+ * (length unknown). */
+int http_body_declared(struct MHD_Connection *conn, uint64_t *len);
 
 /* Runs fn(arg) on an upload worker thread. CP_OK, or CP_EIO when the workers are stopping. */
 int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg);
@@ -91,6 +139,8 @@ int http_imports_submit(cp_http *h, void (*fn)(void *arg), void *arg);
 /* Runs the queued imports to their end and joins the import workers. */
 void http_imports_join(cp_http *h);
 
+/* 1 while the data directory is below its free-space floor (cfg->disk_low). */
+int http_disk_low(const cp_http *h);
 /* Logs through cfg->log (no-op without one). */
 void http_log(const cp_http *h, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -108,6 +158,7 @@ typedef struct http_import http_import;
 typedef struct http_req {
     char *raw_url;        /* the request target before MHD decodes it (query string included) */
     int seen;             /* the first (headers-only) call happened */
+    int checked;          /* the guard's checks ran (the first call of any request) */
     cp_buf body;
     int body_too_large;
     int keep_body;        /* POST: the body is kept (bounded), otherwise discarded */

@@ -46,6 +46,31 @@ static int send_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+/* Sends a request as curl does: in pieces, stopping when the server has answered early (a
+ * 413 before the body) -- writing on would meet a reset that swallows the answer. 0 when
+ * everything was sent or an answer waits to be read. */
+static int send_request(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t deadline = cp_mono_ns() + (uint64_t)HTTP_UTIL_TIMEOUT_MS * 1000000u;
+    while (n) {
+        if (cp_mono_ns() >= deadline) return -1;
+        struct pollfd q = {fd, POLLIN | POLLOUT, 0};
+        if (poll(&q, 1, 1000) < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        if (q.revents & (POLLIN | POLLHUP)) return 0; /* an early answer, or the server closed */
+        if (!(q.revents & POLLOUT)) continue;
+        ssize_t w = send(fd, b, n < 65536 ? n : 65536, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (w <= 0) return errno == EPIPE || errno == ECONNRESET ? 0 : -1; /* read what came */
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 /* Reads everything until EOF (or a reset) into out; -1 on timeout. */
 static int read_to_eof(int fd, cp_buf *out)
 {
@@ -129,7 +154,7 @@ int http_request(int port, const char *method, const char *path, const char *ext
     if (data) cp_buf_append(&req, data, n);
     int rc = -1;
     int fd = connect_local(port);
-    if (fd >= 0 && send_all(fd, req.data, req.len) == 0 && read_to_eof(fd, &raw) == 0)
+    if (fd >= 0 && send_request(fd, req.data, req.len) == 0 && read_to_eof(fd, &raw) == 0)
         rc = parse_response(&raw, !strcmp(method, "HEAD"), status, body, headers);
     if (fd >= 0) close(fd);
     cp_buf_free(&req);

@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define HTTP_UTIL_TIMEOUT_MS 30000
+#define HTTP_UTIL_TIMEOUT_MS 60000 /* per request; only a failure waits this long */
 
 /* Any method. extra_headers: NULL or "Name: value\r\n..." lines. body/headers (either
  * may be NULL) are reset and get the response body and raw header block (status line
