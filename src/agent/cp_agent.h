@@ -139,6 +139,11 @@ typedef struct cp_agent_opts {
     uint32_t agents;
     uint32_t duration_ms;
     uint32_t calls_per_sec;       /* per agent; 0 = as fast as the server acks */
+    uint32_t calls_per_flush;     /* > 0: this many root calls after each flush cycle instead of
+                                     a rate (file contents independent of timing) */
+    uint64_t max_calls;           /* per agent: after this many root calls its final flush cycle
+                                     and CLOSE; the run ends when every agent is done (or at
+                                     duration_ms); 0 = no limit */
     int trace_depth;
     uint32_t namespaces, services;
     uint64_t seed;

@@ -21,6 +21,11 @@
  * Writes are batched per connection in one buffer and handed to uv_try_write (uv_write
  * for what does not fit); one global 10 ms timer paces generation, flush cycles, timeouts
  * and progress reports. Nothing is allocated per call or per command.
+ *
+ * Generation is paced by --calls-per-sec (or fills the window at 0), or, with
+ * --calls-per-flush K, is K calls after each flush cycle: then what every flush carries, and
+ * so where the files rotate by size, does not depend on how fast the machine is.
+ * --max-calls N ends each agent (final flush cycle, CLOSE) once it has made N calls.
  */
 #include "agent/cp_agent.h"
 #include "wire/cp_wire.h"
@@ -110,6 +115,8 @@ typedef struct agent {
     /* schedule */
     int64_t next_flush_ms, drop_ms, gen_ms;
     double due;
+    uint64_t made;         /* root calls generated (all connections) */
+    uint32_t pending;      /* --calls-per-flush: calls to generate before the next flush */
 } agent;
 
 struct drv {
@@ -364,6 +371,16 @@ static int can_generate(const agent *a)
     return !a->d->ending && cp_agent_gen_unsent(a->gen) < UNSENT_MAX;
 }
 
+/* --max-calls: n cut to what the agent may still make. */
+static uint32_t calls_left(const agent *a, uint32_t n)
+{
+    uint64_t max = a->d->o->max_calls;
+    if (!max) return n;
+    return a->made >= max ? 0 : max - a->made < n ? (uint32_t)(max - a->made) : n;
+}
+
+static int agent_finished(const agent *a) { return a->d->o->max_calls && a->made >= a->d->o->max_calls; }
+
 static int generate(agent *a, uint32_t n)
 {
     int st = cp_agent_gen_calls(a->gen, n, now_ms(a->d));
@@ -372,6 +389,7 @@ static int generate(agent *a, uint32_t n)
         return st;
     }
     a->d->st->calls_generated += n;
+    a->made += n;
     return CP_OK;
 }
 
@@ -379,6 +397,13 @@ static int generate(agent *a, uint32_t n)
  * caught up after a pause). */
 static void generate_due(agent *a, int64_t now)
 {
+    if (a->d->o->calls_per_flush) { /* a fixed number per flush cycle, whenever the tick comes */
+        if (a->pending && a->state == ST_STREAM && can_generate(a)) {
+            uint32_t n = calls_left(a, a->pending);
+            if (!n || generate(a, n) == CP_OK) a->pending = 0;
+        }
+        return;
+    }
     uint32_t rate = a->d->o->calls_per_sec;
     if (!rate) return;
     if (!can_generate(a)) {
@@ -388,7 +413,7 @@ static void generate_due(agent *a, int64_t now)
     a->due += (double)rate * (double)(now - a->gen_ms) / 1000.0;
     a->gen_ms = now;
     if (a->due > rate) a->due = rate;
-    uint32_t n = (uint32_t)a->due;
+    uint32_t n = calls_left(a, (uint32_t)a->due);
     if (n && generate(a, n) == CP_OK) a->due -= n;
 }
 
@@ -397,7 +422,8 @@ static void generate_fill(agent *a)
 {
     for (uint32_t made = 0; made < FILL_MAX_CALLS && a->state == ST_STREAM; made += GEN_BATCH) {
         if (!window_open(a) || cp_agent_gen_unsent(a->gen) >= FILL_UNSENT) return;
-        if (generate(a, GEN_BATCH) != CP_OK) return;
+        uint32_t n = calls_left(a, GEN_BATCH);
+        if (!n || generate(a, n) != CP_OK) return;
         for (int s = 0; s < NSTREAMS; s++) send_stream(a, s, 0);
     }
 }
@@ -436,13 +462,13 @@ static void step_stream(agent *a)
     drv *d = a->d;
     int64_t now = now_ms(d);
     int r = rotation_due(a, now);
-    if (d->ending) begin_flush(a, 0, NSTREAMS - 1, AFTER_FINAL);
+    if (d->ending || agent_finished(a)) begin_flush(a, 0, NSTREAMS - 1, AFTER_FINAL);
     else if (a->drop_ms && now >= a->drop_ms) begin_flush(a, 0, NSTREAMS - 1, AFTER_DROP);
     else if (r >= 0) begin_flush(a, r, r, AFTER_ROTATE);
     else if (now >= a->next_flush_ms) begin_flush(a, 0, NSTREAMS - 1, AFTER_RESUME);
     if (a->state != ST_STREAM) return;
     for (int s = 0; s < NSTREAMS; s++) send_stream(a, s, 0);
-    if (!d->o->calls_per_sec) generate_fill(a);
+    if (!d->o->calls_per_sec && !d->o->calls_per_flush) generate_fill(a);
 }
 
 /* One flush cycle step; returns 1 when the state changed (the caller steps again). */
@@ -471,6 +497,7 @@ static int step_flush(agent *a)
     case AFTER_RESUME:
         a->state = ST_STREAM;
         a->next_flush_ms = now_ms(d) + d->o->flush_interval_ms;
+        a->pending = d->o->calls_per_flush;
         return 1;
     case AFTER_ROTATE:
         a->state = ST_OPEN;
@@ -569,6 +596,7 @@ static void on_init_reply(agent *a)
     a->next_flush_ms = now + d->o->flush_interval_ms;
     a->drop_ms = d->o->reconnect_every_ms ? now + d->o->reconnect_every_ms : 0;
     a->gen_ms = now;
+    a->pending = d->o->calls_per_flush;
 }
 
 /* One ack byte for the oldest outstanding command. Returns 0 after a failure. */
@@ -691,7 +719,7 @@ static void agent_tick(agent *a, int64_t now)
 {
     drv *d = a->d;
     if (a->state == ST_IDLE) {
-        if (d->ending) {
+        if (d->ending || agent_finished(a)) {
             a->state = ST_DONE;
             d->live--;
         } else if (now >= a->wake_ms) {

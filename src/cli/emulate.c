@@ -24,6 +24,13 @@ static const char usage_text[] =
     "                           (CLOUDPROF_EMULATE_DURATION, default 10)\n"
     "  --calls-per-sec R        root calls per second per agent; 0 = as fast as the server\n"
     "                           acknowledges (CLOUDPROF_EMULATE_CALLS_PER_SEC, default 100)\n"
+    "  --calls-per-flush K      instead of a rate: K root calls per agent after each flush cycle,\n"
+    "                           so what each flush carries does not depend on timing (tests)\n"
+    "                           (CLOUDPROF_EMULATE_CALLS_PER_FLUSH, default 0 = use the rate)\n"
+    "  --max-calls N            root calls per agent, at most: an agent that made N sends its\n"
+    "                           final flush cycle and CLOSE at once, and the run ends when every\n"
+    "                           agent is done or at --duration, whichever comes first\n"
+    "                           (CLOUDPROF_EMULATE_MAX_CALLS, default 0 = no limit)\n"
     "  --trace-depth D          deepest call level, 1..64 (CLOUDPROF_EMULATE_TRACE_DEPTH,\n"
     "                           default 4)\n"
     "  --namespaces K           namespaces the agents are spread over\n"
@@ -56,7 +63,7 @@ typedef struct emu_opts {
 
 enum {
     OPT_TARGET, OPT_AGENTS, OPT_DURATION, OPT_RATE, OPT_DEPTH, OPT_NAMESPACES, OPT_SERVICES, OPT_SEED,
-    OPT_RECONNECT_EVERY, OPT_RECONNECT_DELAY, OPT_FLUSH, OPT_VERSION, OPT_COUNT
+    OPT_RECONNECT_EVERY, OPT_RECONNECT_DELAY, OPT_FLUSH, OPT_VERSION, OPT_PER_FLUSH, OPT_MAX_CALLS, OPT_COUNT
 };
 
 static const struct {
@@ -75,6 +82,8 @@ static const struct {
     [OPT_RECONNECT_DELAY] = {"--reconnect-delay", "CLOUDPROF_EMULATE_RECONNECT_DELAY"},
     [OPT_FLUSH] = {"--flush-interval", "CLOUDPROF_EMULATE_FLUSH_INTERVAL"},
     [OPT_VERSION] = {"--protocol-version", "CLOUDPROF_EMULATE_PROTOCOL_VERSION"},
+    [OPT_PER_FLUSH] = {"--calls-per-flush", "CLOUDPROF_EMULATE_CALLS_PER_FLUSH"},
+    [OPT_MAX_CALLS] = {"--max-calls", "CLOUDPROF_EMULATE_MAX_CALLS"},
 };
 
 /* Seconds with up to three decimals ("3", "0.5") -> milliseconds. */
@@ -146,6 +155,14 @@ static int apply(emu_opts *o, int opt, const char *v, const char *source)
     case OPT_RATE:
         if ((st = cp_parse_u64(v, 10000000, &n)) == CP_OK) r->calls_per_sec = (uint32_t)n;
         want = "calls per second (0 = as fast as acknowledged)";
+        break;
+    case OPT_PER_FLUSH:
+        if ((st = cp_parse_u64(v, 1000000, &n)) == CP_OK) r->calls_per_flush = (uint32_t)n;
+        want = "calls per flush cycle (0-1000000, 0 = use the rate)";
+        break;
+    case OPT_MAX_CALLS:
+        if ((st = cp_parse_u64(v, UINT64_MAX, &n)) == CP_OK) r->max_calls = n;
+        want = "a number of calls (0 = no limit)";
         break;
     case OPT_DEPTH:
         if ((st = cp_parse_u64(v, CP_AGENT_MAX_DEPTH, &n)) == CP_OK && n) r->trace_depth = (int)n;

@@ -93,12 +93,12 @@ static void expect_reply_then_eof(int fd, const uint8_t *want, size_t n, const c
 }
 
 /* Every file stored for pod decodes cleanly, and it has exactly nfiles of them. The server
- * may still be finishing the closed connection, so this retries for a few seconds before
- * it fails. */
+ * may still be finishing the closed connection, so this retries for up to TEST_WAIT_MS
+ * before it fails. */
 static void check_pod_stored_cleanly(const test_server *s, const char *pod, size_t nfiles)
 {
     char why[512] = "";
-    for (int attempt = 0; attempt < 30; attempt++) {
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS; test_now_ms() < deadline;) {
         raw_entry *e;
         size_t n = raw_list(s, &e);
         size_t mine = 0;
@@ -131,9 +131,9 @@ static void check_pod_stored_cleanly(const test_server *s, const char *pod, size
 static void check_stored(const test_server *s, const char *pod, const char *stream, const uint8_t *want, size_t n)
 {
     cp_buf got;
-    for (int attempt = 0;; attempt++) {
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS;;) {
         raw_fetch(s, NS_BAD, pod, stream, 1, &got);
-        if ((got.len == n && (n == 0 || memcmp(got.data, want, n) == 0)) || attempt == 30) break;
+        if ((got.len == n && (n == 0 || memcmp(got.data, want, n) == 0)) || test_now_ms() > deadline) break;
         cp_buf_free(&got);
         usleep(100 * 1000);
     }
@@ -452,9 +452,9 @@ static void corrupt_stream(fixture *f, const char *stream, const cp_buf *prefix,
     cp_buf_append(&all, prefix->data, prefix->len);
     cp_buf_append(&all, bad->data, bad->len);
     cp_buf got;
-    for (int attempt = 0;; attempt++) {
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS;;) {
         raw_fetch(&f->s, NS_BAD, pod, stream, 1, &got);
-        if ((got.len == clean_min || got.len == clean_max) || attempt == 30) break;
+        if ((got.len == clean_min || got.len == clean_max) || test_now_ms() > deadline) break;
         cp_buf_free(&got);
         usleep(100 * 1000);
     }

@@ -100,14 +100,14 @@ static void load_conversation(env *e)
     replay_capture_free(&cap);
     char path[256];
     snprintf(path, sizeof path, "/api/v1/calls?from=%lld&to=%lld&limit=1000", FROM_MS, TO_MS);
-    for (int tries = 0; tries < 100; tries++) {
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS; test_now_ms() < deadline;) {
         json_t *page = get_json(e, path);
         size_t n = json_array_size(json_object_get(page, "calls"));
         json_decref(page);
         if (n == NCALLS) return;
         sleep_ms(100);
     }
-    server_fail(&e->s, "the %d calls of the conversation did not all appear", NCALLS);
+    server_fail(&e->s, "the %d calls of the conversation did not all appear in %d s", NCALLS, TEST_WAIT_MS / 1000);
 }
 
 /* ---- what the API answers --------------------------------------------------------------- */
@@ -280,7 +280,10 @@ static void answers_free(answers *a)
 
 /* ---- running the compactor -------------------------------------------------------------- */
 
-static int run_compact(const env *e, const char *crash_at, int take_over, cp_buf *out)
+/* `cloudprof compact --until until` (0: now). A run that must repeat another's work (or
+ * find none left) passes the other's until: windows close as the clock moves on, and a
+ * later until can claim one more (empty) window. */
+static int run_compact_until(const env *e, const char *crash_at, int take_over, int64_t until_ms, cp_buf *out)
 {
     const char *argv[24];
     size_t n = 0;
@@ -291,7 +294,7 @@ static int run_compact(const env *e, const char *crash_at, int take_over, cp_buf
     for (; *pf; pf++) argv[n++] = *pf;
     argv[n++] = "--until";
     char until[32];
-    snprintf(until, sizeof until, "%lld", (long long)cp_now_ms());
+    snprintf(until, sizeof until, "%lld", (long long)(until_ms ? until_ms : cp_now_ms()));
     argv[n++] = until;
     if (take_over) argv[n++] = "--take-over";
     argv[n] = NULL;
@@ -303,11 +306,20 @@ static int run_compact(const env *e, const char *crash_at, int take_over, cp_buf
     cp_buf_init(&err);
     int rc = cli_run(out, &err, argv);
     unsetenv("CLOUDPROF_TEST_CRASH_AT");
+    if (out) { /* callers strstr() it: a NUL after the text, not counted in len */
+        cp_buf_putc(out, 0);
+        out->len--;
+    }
     if (rc != (crash_at ? 3 : 0))
         fail_msg("compact%s%s exited %d: %.*s", crash_at ? " crashing at " : "", crash_at ? crash_at : "", rc,
                  (int)err.len, (char *)err.data);
     cp_buf_free(&err);
     return rc;
+}
+
+static int run_compact(const env *e, const char *crash_at, int take_over, cp_buf *out)
+{
+    return run_compact_until(e, crash_at, take_over, 0, out);
 }
 
 /* ---- the catalog and the store, read directly ------------------------------------------ */
@@ -643,7 +655,8 @@ static void test_compaction_keeps_answers(void **state)
 
     cp_buf out;
     cp_buf_init(&out);
-    run_compact(&e, NULL, 0, &out);
+    int64_t until = cp_now_ms();
+    run_compact_until(&e, NULL, 0, until, &out);
     printf("%.*s", (int)out.len, (char *)out.data);
     assert_non_null(strstr((const char *)out.data, "45 calls"));
     assert_int_equal(check_store_matches_catalog(&e), NCALLS);
@@ -668,10 +681,10 @@ static void test_compaction_keeps_answers(void **state)
     json_decref(j);
 
     check_parquet_files(&e, &h);
-    /* running it again finds nothing to do */
+    /* running it again (up to the same time) finds nothing to do */
     cp_buf_reset(&out);
-    run_compact(&e, NULL, 0, &out);
-    assert_non_null(strstr((const char *)out.data, "compacted 0 claims"));
+    run_compact_until(&e, NULL, 0, until, &out);
+    if (!strstr((const char *)out.data, "compacted 0 claims")) fail_msg("a second run did work: %s", (char *)out.data);
     assert_int_equal(check_store_matches_catalog(&e), NCALLS);
 
     /* retention: the files (from 2023) are past any retention: marked, deleted, gone */
@@ -720,11 +733,12 @@ static void test_crash_at_each_step(void **state)
         record(&e, q, &before);
         cp_buf out;
         cp_buf_init(&out);
-        run_compact(&e, steps[i], 0, &out); /* exits 3 at the step */
-        record(&e, q, &after);              /* a crashed compaction changes no answer */
+        int64_t until = cp_now_ms();
+        run_compact_until(&e, steps[i], 0, until, &out); /* exits 3 at the step */
+        record(&e, q, &after);                           /* a crashed compaction changes no answer */
         assert_same_answers(&e, &before, &after);
         cp_buf_reset(&out);
-        run_compact(&e, NULL, 1, &out);     /* taken over and redone */
+        run_compact_until(&e, NULL, 1, until, &out);     /* taken over and redone */
         if (strcmp(steps[i], "finished") != 0) assert_non_null(strstr((const char *)out.data, "1 taken over"));
         assert_int_equal(check_store_matches_catalog(&e), NCALLS);
         record(&e, q, &after);
@@ -760,17 +774,16 @@ static void test_compact_live_windows(void **state)
     long long from = (long long)cp_now_ms() - 60000;
     char target[64];
     snprintf(target, sizeof target, "127.0.0.1:%d", e.s.port);
-    const char *em[] = {"emulate", "--target", target, "--agents", "3", "--duration", "2", "--calls-per-sec", "40",
-                        "--namespaces", "2", "--flush-interval", "500", "--quiet", NULL};
+    /* a fixed amount of work: 3 agents x 80 calls, 20 after each flush cycle */
+    const char *em[] = {"emulate", "--target", target, "--agents", "3", "--duration", "100", "--max-calls", "80",
+                        "--calls-per-flush", "20", "--namespaces", "2", "--flush-interval", "250", "--quiet", NULL};
     assert_int_equal(cli_run(NULL, NULL, em), 0);
     long long to = (long long)cp_now_ms() + 60000, before = 0;
-    for (int tries = 0; tries < 100 && before == 0; tries++) {
-        sleep_ms(100);
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS; before != 3 * 80 && test_now_ms() < deadline;) {
+        sleep_ms(100); /* the connections' ends store their last calls */
         before = count_calls(&e, from, to);
     }
-    sleep_ms(1500); /* the connections' ends store their last calls */
-    before = count_calls(&e, from, to);
-    assert_true(before > 50);
+    assert_int_equal(before, 3 * 80);
     const char *argv[24];
     size_t n = 0;
     argv[n++] = "compact";

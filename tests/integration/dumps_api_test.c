@@ -487,7 +487,8 @@ static size_t listed(const env *e, const char *pod)
 /* Waits until the server dropped what a cut-off request left (temp files). */
 static void wait_tmp_empty(const env *e)
 {
-    for (int i = 0; i < 100 && tmp_files(e) > 0; i++) usleep(50000);
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS; tmp_files(e) > 0 && test_now_ms() < deadline;)
+        usleep(50000);
     assert_int_equal(tmp_files(e), 0);
 }
 
@@ -686,7 +687,7 @@ static void test_pod_join(void **state)
     agent_init(fd, "calls", 0, 1, reply);
     /* the restart is registered at the server's next commit: wait until discovery lists it */
     int seen = 0;
-    for (int i = 0; i < 200 && !seen; i++) {
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS; !seen && test_now_ms() < deadline;) {
         cp_buf sv;
         cp_buf_init(&sv);
         int st = 0;

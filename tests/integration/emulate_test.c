@@ -1,8 +1,12 @@
 /* emulate_test.c -- `cloudprof emulate` against a live `cloudprof serve`: everything the
  * emulator saw acknowledged is stored.
  *
- * Each run streams a handful of agents for a few seconds, stops the server gracefully and
- * then checks the summary (no errors, no missing acks), that the raw files of every stream
+ * Each run drives a fixed amount of work: a handful of agents, each making exactly
+ * MAX_CALLS root calls, PER_FLUSH of them after every flush cycle (--max-calls,
+ * --calls-per-flush). So what every flush carries, and how often the files rotate by
+ * size, does not depend on how fast the machine is: no count here is a rate times a
+ * duration. Each run stops the server gracefully and then checks the summary (no errors,
+ * no missing acks, every call acknowledged), that the raw files of every stream
  * add up to exactly the acknowledged payload bytes of that stream, that every stored file
  * decodes cleanly, and that the stored calls files hold exactly `calls_sent` records. With
  * small rotation sizes the files rotate, and every calls record is checked against the
@@ -288,8 +292,22 @@ static size_t check_stored(test_server *s, const summary *sum, stored *st, raw_e
 
 /* ---- tests ---------------------------------------------------------------------------------- */
 
-static const char *const base_args[] = {"--agents", "4", "--duration", "3", "--calls-per-sec", "200",
-                                        "--flush-interval", "500", NULL};
+#define AGENTS 4
+#define MAX_CALLS 600 /* root calls per agent */
+#define PER_FLUSH 50  /* ... made after each flush cycle */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+/* --duration only bounds a run that hangs: every agent ends after its MAX_CALLS */
+static const char *const base_args[] = {"--agents", STR(AGENTS), "--duration", "100", "--max-calls", STR(MAX_CALLS),
+                                        "--calls-per-flush", STR(PER_FLUSH), "--flush-interval", "100", NULL};
+
+/* Every agent made and got acknowledged exactly its MAX_CALLS calls. */
+static void assert_all_calls(const summary *sum)
+{
+    assert_int_equal(sum->agents, AGENTS);
+    assert_int_equal(json_int(sum->root, "calls_generated"), AGENTS * MAX_CALLS);
+    assert_int_equal(sum->calls_sent, AGENTS * MAX_CALLS);
+}
 
 static void test_everything_acknowledged_is_stored(void **state)
 {
@@ -302,6 +320,7 @@ static void test_everything_acknowledged_is_stored(void **state)
     stored st;
     raw_entry *e;
     size_t n = check_stored(&s, &sum, &st, &e);
+    assert_all_calls(&sum);
     assert_int_equal(st.restarts, 4);
     assert_int_equal(st.files, 4 * 7); /* one file per stream and pod, dictionary (V2 reply) */
     assert_true(sum.stream[stream_slot("dictionary")] > 0 && sum.stream[stream_slot("params")] > 0);
@@ -312,7 +331,12 @@ static void test_everything_acknowledged_is_stored(void **state)
     server_destroy(&s);
 }
 
-/* Small rotation sizes: calls and trace files rotate (INIT seq + 1) many times. */
+/* Small rotation sizes: calls and trace files rotate (INIT seq + 1) many times, by size.
+ * Each agent writes about 35 KiB of calls and 60 KiB of trace in 12 flushes of ~3 and
+ * ~5 KiB, and the rotation is checked after every flush: at least 5 calls and 4 trace
+ * files per pod whatever the timing (a file holds its limit plus at most one flush). */
+#define CALLS_ROT 4096
+#define TRACE_ROT 8192
 static void test_rotation(void **state)
 {
     (void)state;
@@ -324,28 +348,51 @@ static void test_rotation(void **state)
     stored st;
     raw_entry *e;
     size_t n = check_stored(&s, &sum, &st, &e);
-    assert_true(sum.rotations >= 8);
-    assert_true(st.files > 4 * 7 + 8);
-    int max_calls = 0, max_trace = 0;
+    assert_all_calls(&sum);
+    assert_int_equal(st.restarts, AGENTS);
+    /* every rotation the agents saw acknowledged is one more stored file */
+    assert_int_equal((long long)st.files, 4 * 7 + sum.rotations);
+    /* per pod: files 1..k of each stream; every calls and trace file but the last went past
+     * its rotation size (rotated by size, not earlier), the other streams never rotate */
     for (size_t i = 0; i < n; i++) {
-        if (!strcmp(e[i].stream, "calls") && e[i].index > max_calls) max_calls = e[i].index;
-        if (!strcmp(e[i].stream, "trace") && e[i].index > max_trace) max_trace = e[i].index;
+        int is_calls = !strcmp(e[i].stream, "calls"), is_trace = !strcmp(e[i].stream, "trace");
+        int last = 0, count = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (strcmp(e[j].pod, e[i].pod) || strcmp(e[j].stream, e[i].stream)) continue;
+            count++;
+            if (e[j].index > last) last = e[j].index;
+        }
+        assert_int_equal(count, last); /* no gaps, no duplicates */
+        if (!is_calls && !is_trace) {
+            assert_int_equal(last, 1);
+            continue;
+        }
+        if (last < (is_calls ? 5 : 4))
+            fail_msg("pod %s: %d %s files, want >= %d", e[i].pod, last, e[i].stream, is_calls ? 5 : 4);
+        if (e[i].index < last && e[i].bytes <= (is_calls ? CALLS_ROT : TRACE_ROT))
+            fail_msg("pod %s: %s file %d of %d rotated at %lld bytes", e[i].pod, e[i].stream, e[i].index, last,
+                     e[i].bytes);
     }
-    assert_true(max_calls >= 3 && max_trace >= 3);
     assert_int_equal(cross_check(&s, e, n), (uint64_t)sum.calls_sent);
     free(e);
     json_decref(sum.root);
     server_destroy(&s);
 }
 
-/* Deliberate drops every second: several restarts per pod, still exactly what was acked;
- * the server answers V3, so the agents send posDictionary. */
+/* Deliberate drops every half second: several restarts per pod, still exactly what was
+ * acked; the server answers V3, so the agents send posDictionary.
+ *
+ * A connection makes calls when it is set up and after each flush cycle that ended before
+ * its drop; the cycles start >= 100 ms apart, so a connection makes at most
+ * 25 x (1 + 500 / 100) = 150 of the 600 calls: >= 4 connections per pod, however slow the
+ * machine is (a slow one only makes fewer calls per connection). */
 static void test_reconnects(void **state)
 {
     (void)state;
     const char *const srv[] = {"--rotation", "all=0:0", "--protocol-version", "100705", NULL};
-    const char *const args[] = {"--agents", "4", "--duration", "3", "--calls-per-sec", "200",
-                                "--flush-interval", "500", "--reconnect-every", "1", "--reconnect-delay", "100",
+    const char *const args[] = {"--agents", STR(AGENTS), "--duration", "100", "--max-calls", STR(MAX_CALLS),
+                                "--calls-per-flush", "25",
+                                "--flush-interval", "100", "--reconnect-every", "0.5", "--reconnect-delay", "100",
                                 "--protocol-version", "100605", NULL};
     test_server s;
     server_start(&s, "emulate-reconnect", srv);
@@ -354,8 +401,9 @@ static void test_reconnects(void **state)
     stored st;
     raw_entry *e;
     size_t n = check_stored(&s, &sum, &st, &e);
-    assert_true(sum.reconnects >= 4);
-    assert_true(st.restarts >= 4 * 2);
+    assert_all_calls(&sum);
+    assert_true(sum.reconnects >= AGENTS * 3);
+    assert_int_equal((long long)st.restarts, sum.agents + sum.reconnects);
     for (size_t i = 0; i < n; i++) { /* every restart directory got its own full set of files */
         assert_int_equal(e[i].index, 1);
         assert_int_not_equal(strcmp(e[i].stream, "dictionary"), 0);
@@ -379,11 +427,17 @@ static void test_cli_errors(void **state)
     assert_int_equal(cli_run(&out, &err, bad), 2);
     const char *const unknown[] = {"emulate", "--bogus", NULL};
     assert_int_equal(cli_run(&out, &err, unknown), 2);
+    const char *const bad_max[] = {"emulate", "--max-calls", "-1", NULL};
+    assert_int_equal(cli_run(&out, &err, bad_max), 2);
+    const char *const bad_per_flush[] = {"emulate", "--calls-per-flush", "x", NULL};
+    assert_int_equal(cli_run(&out, &err, bad_per_flush), 2);
     const char *const help[] = {"emulate", "--help", NULL};
     cp_buf_reset(&out);
     assert_int_equal(cli_run(&out, &err, help), 0);
     cp_buf_putc(&out, 0);
     assert_non_null(strstr((char *)out.data, "--calls-per-sec"));
+    assert_non_null(strstr((char *)out.data, "--max-calls"));
+    assert_non_null(strstr((char *)out.data, "--calls-per-flush"));
     /* nothing listens on the port of a stopped server */
     test_server s;
     server_start(&s, "emulate-refused", NULL);

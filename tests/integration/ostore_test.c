@@ -791,7 +791,9 @@ static void test_retries_dead_port(void **state)
     assert_null(s);
     assert_non_null(strstr(err, "after 3 attempts"));
     assert_non_null(strstr(err, ep));
-    assert_true(el >= 0.29 && el < 5.0); /* 100 + 200 ms of backoff */
+    /* 100 + 200 ms of backoff; the upper bound only catches a backoff gone wild (a loaded
+     * machine can stretch three refused connects a lot) */
+    assert_true(el >= 0.29 && el < 30.0);
 }
 
 /* A fake S3: answers each connection with the next canned answer (the last one repeats)

@@ -85,8 +85,10 @@ static void test_two_nodes_share_pg_and_s3(void **state)
     long long t0 = (long long)cp_now_ms();
     char target[64];
     snprintf(target, sizeof target, "127.0.0.1:%d", b.port);
-    const char *em[] = {"emulate", "--target", target, "--agents", "4", "--duration", "3", "--calls-per-sec", "40",
-                        "--namespaces", "2", "--flush-interval", "500", "--json", "--quiet", NULL};
+    /* a fixed amount of work: 4 agents x 100 calls, 25 after each flush cycle */
+    const char *em[] = {"emulate", "--target", target, "--agents", "4", "--duration", "100", "--max-calls", "100",
+                        "--calls-per-flush", "25", "--namespaces", "2", "--flush-interval", "250", "--json", "--quiet",
+                        NULL};
     cp_buf out, err;
     cp_buf_init(&out);
     cp_buf_init(&err);
@@ -103,12 +105,12 @@ static void test_two_nodes_share_pg_and_s3(void **state)
     assert_non_null(summary);
     long long emulated = json_integer_value(json_object_get(summary, "calls_sent"));
     json_decref(summary);
-    assert_true(emulated > 100);
+    assert_int_equal(emulated, 4 * 100);
     long long t1 = (long long)cp_now_ms() + 1000;
 
     /* either node answers for all the data (hot on one node's writes, cold once compacted) */
     long long old_a = 0, old_b = 0, new_a = 0, new_b = 0;
-    for (int tries = 0; tries < 150; tries++) {
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS; test_now_ms() < deadline;) {
         old_a = count_calls(&a, OLD_FROM, OLD_TO);
         old_b = count_calls(&b, OLD_FROM, OLD_TO);
         new_a = count_calls(&a, t0 - 60000, t1);

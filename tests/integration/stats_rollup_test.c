@@ -51,7 +51,8 @@
  *
  * A difference fails with the pair, the state, the reader, the case (window, columns,
  * every filter), the plan, both runs' work, the column and both points (with the data
- * set's call each is). CP_STATS_CASES overrides the number of random cases per state;
+ * set's call each is). CP_STATS_CASES overrides the number of random cases per state (a
+ * quick run, testutil.h test_quick(), makes 60 % of them);
  * CP_STATS_VERBOSE=1 prints every case.
  */
 #include "testutil.h"
@@ -499,7 +500,8 @@ static int group_setup(void **state)
     fx->tmp = path_in(fx->dir, "tmp");
     assert_int_equal(cp_mkdirs(fx->tmp, 0755), CP_OK);
     const char *nc = getenv("CP_STATS_CASES");
-    fx->ncases = nc && *nc ? (size_t)strtoul(nc, NULL, 10) : (test_pair_pg() ? 200 : 400);
+    fx->ncases = nc && *nc ? (size_t)strtoul(nc, NULL, 10)
+                         : test_pair_pg() ? test_scaled(200, 120) : test_scaled(400, 240);
     char err[512];
     if (cp_catalog_open(fx->spec, &fx->cat, err, sizeof err) != CP_OK) fail_msg("open catalog: %s", err);
     assert_int_equal(cp_catalog_set_windows(fx->cat, WIN_MS, 3 * HOUR_MS), CP_OK);

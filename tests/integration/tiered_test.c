@@ -844,7 +844,9 @@ static void test_search_filters(void **state)
 }
 
 /* Every sort column both ways: the first page, and paging through a filtered set that
- * spans both tiers. */
+ * spans both tiers. (Each page is a search of its own: a quick run, testutil.h
+ * test_quick(), pages four times as much at once -- every row still checked once, in
+ * order, across a few page boundaries per walk.) */
 static void test_sort_columns(void **state)
 {
     fixture *fx = *state;
@@ -857,12 +859,14 @@ static void test_sort_columns(void **state)
             f.from_ms = T2023 + 3 * MIN_MS + 17;
             f.to_ms = T2026 + 22 * MIN_MS;
             f.min_duration_ms = 3; /* drops the many 0..2 ms ties */
-            check_paging(fx, f, 97);
+            check_paging(fx, f, test_scaled(97, 4 * 97));
         }
     }
 }
 
-/* Paging through everything, across the hot/cold boundary, ties everywhere. */
+/* Paging through everything, across the hot/cold boundary, ties everywhere. (A quick run
+ * pages four times as much at once, and one row at a time over 4 minutes around the
+ * boundary instead of 11.) */
 static void test_keyset_all_rows(void **state)
 {
     fixture *fx = *state;
@@ -872,17 +876,17 @@ static void test_keyset_all_rows(void **state)
             cp_call_filter f = all_calls(0);
             f.sort = cols[i];
             f.desc = desc;
-            check_paging(fx, f, 113);
+            check_paging(fx, f, test_scaled(113, 4 * 113));
             if (cols[i] == CP_SORT_TS || cols[i] == CP_SORT_DURATION) {
                 /* one row at a time over the boundary (12:15, where calls are in both tiers) */
-                f.from_ms = T2026 + 12 * MIN_MS;
-                f.to_ms = T2026 + 23 * MIN_MS;
+                f.from_ms = T2026 + (int64_t)test_scaled(12, 13) * MIN_MS;
+                f.to_ms = T2026 + (int64_t)test_scaled(23, 17) * MIN_MS;
                 f.ns = "ns-b";
                 check_paging(fx, f, 1);
                 f.ns = NULL;
                 f.from_ms = 0;
                 f.to_ms = INT64_MAX;
-                check_paging(fx, f, 29);
+                check_paging(fx, f, test_scaled(29, 4 * 29));
             }
         }
     }

@@ -61,31 +61,21 @@ static int under_ci(void)
 
 static test_server srv;
 
-/* Replays the capture; returns the start of its first call (epoch ms) once the number
- * of calls has settled. */
+/* Replays the capture; returns the start of its first call (epoch ms) once every call of
+ * the capture is stored. */
 static int64_t load_calls(const replay_capture *cap)
 {
     replay_result rr;
     replay_opts o;
     memset(&o, 0, sizeof o);
     replay_run(srv.port, cap, &o, &rr);
-    size_t last = (size_t)-1;
-    for (int i = 0; i < 200; i++) {
-        json_t *doc = http_get_json(srv.http_port, "/api/v1/calls?" WINDOW "&limit=1000&sort=ts_ms", 200);
-        json_t *calls = json_object_get(doc, "calls");
-        size_t n = json_array_size(calls);
-        if (n > 0 && n == last) {
-            int64_t first = json_integer_value(json_object_get(json_array_get(calls, 0), "ts_ms"));
-            printf("ui_browser_test: %zu calls, the first at %lld\n", n, (long long)first);
-            json_decref(doc);
-            return first;
-        }
-        last = n;
-        json_decref(doc);
-        sleep_ms(50);
-    }
-    server_fail(&srv, "no calls appeared in the API after the replay");
-    return 0;
+    size_t n = replay_capture_calls(cap);
+    json_t *doc = replay_wait_calls(&srv, "/api/v1/calls?" WINDOW "&limit=1000&sort=ts_ms", n);
+    json_t *calls = json_object_get(doc, "calls");
+    int64_t first = json_integer_value(json_object_get(json_array_get(calls, 0), "ts_ms"));
+    printf("ui_browser_test: %zu calls, the first at %lld\n", n, (long long)first);
+    json_decref(doc);
+    return first;
 }
 
 /* PUTs every dump fixture to /diagnostic/<ns>/<time>/<pod>/<file>, the times a minute

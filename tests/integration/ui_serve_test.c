@@ -165,17 +165,9 @@ static int ui_setup(void **state)
     replay_opts o;
     memset(&o, 0, sizeof o);
     replay_run(env.s.port, &env.cap, &o, &rr);
-    /* calls are assembled as the streams arrive; wait until the count settles */
-    size_t last = (size_t)-1;
-    for (int i = 0; i < 200 && !env.n; i++) {
-        json_t *doc = http_get_json(env.port, "/api/v1/calls?" WINDOW "&limit=1000", 200);
-        size_t n = json_array_size(json_object_get(doc, "calls"));
-        json_decref(doc);
-        if (n > 0 && n == last) env.n = n;
-        last = n;
-        sleep_ms(50);
-    }
-    if (!env.n) server_fail(&env.s, "no calls appeared in the API after the replay");
+    /* calls are assembled as the streams arrive: wait for every call of the capture */
+    env.n = replay_capture_calls(&env.cap);
+    json_decref(replay_wait_calls(&env.s, "/api/v1/calls?" WINDOW "&limit=1000", env.n));
     return 0;
 }
 

@@ -73,11 +73,16 @@ async function shot(page, size, name) {
   log(`  screenshot ${file}`);
 }
 
+const WAIT_MS = 120000;
+
 async function walk(browser, width, height) {
   const size = `${width}x${height}`;
   step = 0;
   log(`--- ${size}`);
   const context = await browser.newContext({ viewport: { width, height }, timezoneId: 'UTC' });
+  // every wait is for something the walk caused: generous bounds (a loaded machine running
+  // the sanitizer build's server can be slow; only a failure waits this long)
+  context.setDefaultTimeout(WAIT_MS);
   const page = await context.newPage();
   watch(page, `${size} list`);
   const win = `from=${FROM}&to=${TO}`;
@@ -188,6 +193,7 @@ async function walk(browser, width, height) {
   await dl.saveAs(saved);
   await treePage.close();
   const offline = await browser.newContext({ viewport: { width, height }, timezoneId: 'UTC', offline: true });
+  offline.setDefaultTimeout(WAIT_MS);
   const off = await offline.newPage();
   watch(off, `${size} offline`);
   const requests = [];

@@ -443,6 +443,16 @@ static void same(const result *a, const got *ga, const result *b, const got *gb,
                  ga->digest == gb->digest ? "same" : "differs", a->err, b->err);
 }
 
+/* The next two-piece split after cut: every one, or in a quick run (testutil.h
+ * test_quick(): the sanitizer build) every one in the first 512 and the last 64 bytes
+ * (headers, the end) and every 13th between (the records' sizes vary, so the cuts still
+ * fall at all kinds of offsets within them). */
+static size_t next_cut(size_t cut, size_t n)
+{
+    if (!test_quick() || cut < 512 || cut + 64 >= n) return cut + 1;
+    return cut + 13 < n - 64 ? cut + 13 : n - 64;
+}
+
 /* Whole vs every two-piece split vs random small slices. */
 static void check_slicings(cp_tptp_form form, const cp_tptp_limits *lim, const uint8_t *p, size_t n, int every_split)
 {
@@ -450,7 +460,7 @@ static void check_slicings(cp_tptp_form form, const cp_tptp_limits *lim, const u
     result w, c;
     memset(&gw, 0, sizeof gw);
     decode(form, lim, p, n, WHOLE, 0, &gw, &w);
-    for (size_t cut = every_split ? 0 : n + 1; cut <= n; cut++) {
+    for (size_t cut = every_split ? 0 : n + 1; cut <= n; cut = next_cut(cut, n)) {
         memset(&gc, 0, sizeof gc);
         decode(form, lim, p, n, SPLIT, cut, &gc, &c);
         same(&w, &gw, &c, &gc, "split at", cut);

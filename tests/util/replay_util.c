@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http_util.h"
 #include "server_util.h"
 #include "wire/cp_wire.h"
 
@@ -366,4 +367,33 @@ void replay_run(int port, const replay_capture *c, const replay_opts *o, replay_
     free(p.q);
     cp_buf_free(&p.out);
     cp_buf_free(&p.in);
+}
+
+/* ---- waiting for the stored calls ---------------------------------------------------------------- */
+
+size_t replay_capture_calls(const replay_capture *c)
+{
+    cp_buf b;
+    load_fixture(replay_capture_stream_fixture(c, "calls"), &b);
+    uint64_t records = 0;
+    char why[256];
+    if (decode_file("calls", b.data, b.len, &records, why, sizeof why) != CP_OK)
+        fail_msg("%s: the calls stream does not decode: %s", c->name, why);
+    cp_buf_free(&b);
+    return (size_t)records;
+}
+
+json_t *replay_wait_calls(const test_server *s, const char *path, size_t want)
+{
+    size_t n = 0;
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS;;) {
+        json_t *doc = http_get_json(s->http_port, path, 200);
+        n = json_array_size(json_object_get(doc, "calls"));
+        if (n == want) return doc;
+        json_decref(doc);
+        if (n > want || test_now_ms() > deadline) break;
+        sleep_ms(50);
+    }
+    server_fail(s, "GET %s: %zu calls, want %zu (waited up to %d s)", path, n, want, TEST_WAIT_MS / 1000);
+    return NULL;
 }

@@ -18,6 +18,8 @@
 
 #include "testutil.h"
 
+#include <jansson.h>
+
 typedef struct replay_capture {
     const char *name;
     cp_buf client;      /* the agent's bytes (or the concatenated conversation) */
@@ -68,6 +70,15 @@ typedef struct replay_result {
 } replay_result;
 
 void replay_run(int port, const replay_capture *c, const replay_opts *o, replay_result *r);
+
+/* The calls records of the capture's calls stream: the calls a server stores from it. */
+size_t replay_capture_calls(const replay_capture *c);
+/* Polls GET path (an /api/v1/calls query) on the HTTP port of server s until its "calls"
+ * array has want entries (the server stores the last calls as the connection ends), for up
+ * to TEST_WAIT_MS; returns that answer (json_decref it). Fails the test with the server's
+ * log otherwise. */
+struct test_server;
+json_t *replay_wait_calls(const struct test_server *s, const char *path, size_t want);
 const replay_stream *replay_find_stream(const replay_result *r, const char *name);
 
 #endif

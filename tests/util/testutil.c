@@ -139,6 +139,30 @@ void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+int64_t test_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int test_quick(void)
+{
+    static int quick = -1;
+    if (quick < 0) {
+        const char *v = getenv("CP_TEST_QUICK");
+#ifdef CP_TEST_SANITIZED
+        quick = !(v && !strcmp(v, "0"));
+#else
+        quick = v && *v && strcmp(v, "0") != 0;
+#endif
+        if (quick) fprintf(stderr, "(quick run: fewer repetitions; CP_TEST_QUICK=0 for the full counts)\n");
+    }
+    return quick;
+}
+
+size_t test_scaled(size_t full, size_t quick) { return test_quick() ? quick : full; }
+
 int in_path(const char *prog)
 {
     const char *path = getenv("PATH");

@@ -33,6 +33,20 @@ char *str16_dup(cp_str16 s);
 void assert_go_map_equal(const char *mine, const char *expected);
 /* Sleeps ms milliseconds. */
 void sleep_ms(long ms);
+
+/* ---- waiting and repeating on a busy machine ------------------------------------------------
+ * A test asserts on what it caused, not on what a clock allowed: it drives a fixed amount of
+ * work and waits for a condition in a loop bounded by TEST_WAIT_MS (only a failing test waits
+ * that long: the sanitizer build on a loaded 2-core machine can be ten times slower). */
+#define TEST_WAIT_MS 60000
+/* Monotonic milliseconds (for deadlines). */
+int64_t test_now_ms(void);
+/* 1 when the suites should repeat less: the sanitizer build (compiled with
+ * CP_TEST_SANITIZED) unless CP_TEST_QUICK=0, or CP_TEST_QUICK=1 in any build. Quick runs
+ * make every check, on fewer random cases, rows, splits or repetitions. */
+int test_quick(void);
+/* full, or quick when test_quick(). */
+size_t test_scaled(size_t full, size_t quick);
 /* 1 if an executable prog is found on $PATH. */
 int in_path(const char *prog);
 
