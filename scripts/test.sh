@@ -108,13 +108,29 @@ stop_services() {
     "$root/scripts/pg-test.sh" stop "$services_dir/pg" >/dev/null 2>&1 || true
     "$root/scripts/swift-test.sh" stop "$services_dir/swift" >/dev/null 2>&1 || true
 }
+# 1 if something listens on 127.0.0.1:$1.
+port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# The first base port from $1 (stepping by 10) whose $2 ports are all free: another
+# checkout's services (or anything else) on the default ports must not skip the pg-s3 suites.
+free_base() {
+    local base=$1 span=$2 i busy
+    for _ in $(seq 1 50); do
+        busy=0
+        for ((i = 0; i < span; i++)); do port_busy $((base + i)) && busy=1 && break; done
+        if [[ $busy = 0 ]]; then echo "$base"; return 0; fi
+        base=$((base + 10))
+    done
+    return 1
+}
 start_services() {
-    local out
+    local out pg_port s3_port
     mkdir -p "$services_dir"
-    out=$("$root/scripts/pg-test.sh" start "$services_dir/pg" "${CP_TEST_PG_PORT:-55440}") || return 1
+    pg_port=${CP_TEST_PG_PORT:-$(free_base 55440 1)} || return 1
+    s3_port=${CP_TEST_S3_PORT:-$(free_base 18090 4)} || return 1
+    out=$("$root/scripts/pg-test.sh" start "$services_dir/pg" "$pg_port") || return 1
     echo "$out"
     echo "export CP_TEST_PG_URL='$(sed -n 's/^CP_TEST_PG_URL=//p' <<<"$out" | tail -n 1)'" >"$services_dir/env"
-    out=$("$root/scripts/swift-test.sh" start "$services_dir/swift" "${CP_TEST_S3_PORT:-18090}") || return 1
+    out=$("$root/scripts/swift-test.sh" start "$services_dir/swift" "$s3_port") || return 1
     echo "$out"
     echo "export CP_TEST_S3_ENDPOINT='$(sed -n 's/^S3_ENDPOINT=//p' <<<"$out" | tail -n 1)'" >>"$services_dir/env"
     "$root/scripts/node-tools.sh"
