@@ -208,7 +208,7 @@ static int server_start(server *s, const opts *o, const char *bin)
     snprintf(maxconn, sizeof maxconn, "%zu", o->connections + 100 > 20000 ? o->connections + 100 : 20000);
     const char *argv[24];
     size_t n = 0;
-    const char *fixed[] = {bin, "serve", "--agent-host", "127.0.0.1", "--agent-port", "0", "--http-port", "0", "--data", s->data,
+    const char *fixed[] = {bin, "serve", "--agent-host", "127.0.0.1", "--agent-port", "auto", "--http-port", "0", "--data", s->data,
                            "--ready-file", s->ready, "--idle-timeout", "0", "--max-connections", maxconn,
                            "--log-level", o->log_level};
     for (size_t i = 0; i < CP_ARRAY_LEN(fixed); i++) argv[n++] = fixed[i];

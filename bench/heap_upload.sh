@@ -37,7 +37,7 @@ rm -f "$dir/copy.bin"
 base_s=$(echo "$t1 - $t0" | bc -l)
 
 # cloudprof serve on its embedded default (SQLite + local directory store)
-"$bin" serve --data "$dir/data" --agent-host 127.0.0.1 --agent-port 0 --http-host 127.0.0.1 --http-port 0 \
+"$bin" serve --data "$dir/data" --agent-host 127.0.0.1 --agent-port auto --http-host 127.0.0.1 --http-port 0 \
     --compact-every 0 --ready-file "$dir/ready" 2>"$dir/serve.log" &
 pid=$!
 for _ in $(seq 100); do [[ -s $dir/ready ]] && break; sleep 0.1; done

@@ -76,7 +76,7 @@ calls=$(sed -E 's/.*"calls":([0-9]+).*/\1/' "$work/report.json")
 log "$(cat "$work/report.json")"
 
 log "cloudprof serve (core 0) + POST /api/v1/import by curl (core 1)"
-taskset -c 0 "$cp" serve --data "$work/srv" --agent-port 0 --http-port 0 \
+taskset -c 0 "$cp" serve --data "$work/srv" --agent-port auto --http-port 0 \
     --ready-file "$work/ready" --log-level warn 2>"$work/serve.log" &
 server_pid=$!
 for _ in $(seq 1 100); do [[ -s $work/ready ]] && break; sleep 0.1; done

@@ -14,6 +14,13 @@
 #           and CPU per 100 000 calls at a sustainable load
 #   fixed   exactly 100 000 calls/s in total (if max allows) -> collector CPU % of one core
 #           while keeping up (the "≥ 100 000 calls/s on one core" evidence)
+#   tls     (--tls) the max load once more against cloudprof over TLS (--agent-tls-port,
+#           the emulator's --tls; an EC P-256 test CA and server certificate made with
+#           openssl) -> calls/s over TLS ÷ calls/s of the plain max run of the same
+#           invocation (goal >= 0.8); then the pair run: a plain and a TLS collector side
+#           by side on core 0, each with its own max-rate emulator on core 1, at the same
+#           time -> the same ratio with both under the same load (on a machine shared with
+#           other work, the sequential ratio mostly measures the neighbours)
 # After each cloudprof run the server is stopped with SIGTERM (exit status checked) and
 # the sum of the file sizes under DATA/raw is compared with the emulator's bytes_sent.
 #
@@ -36,9 +43,11 @@
 #   --fixed-rate R          total calls/s of the fixed run (default 100000; env CP_INGEST_FIXED_RATE)
 #   --flush-interval MS     emulator flush interval (default 5000; env CP_INGEST_FLUSH_MS)
 #   --protocol-version V    handshake reply of both collectors (default 100705; env CP_INGEST_PROTOCOL)
-#   --runs LIST             comma list of max,half,fixed (default all; half and fixed
-#                           need the max run against cloudprof, which always runs; 'none'
-#                           with --perf runs only the perf run)
+#   --runs LIST             comma list of max,half,fixed,tls (default max,half,fixed; half,
+#                           fixed and tls need the max run against cloudprof, which always
+#                           runs; 'none' with --perf runs only the perf run)
+#   --tls                   add the tls run (the same as adding tls to --runs); e.g.
+#                           --tls --runs tls: the plain and the TLS max runs only
 #   --perf S                one more max-rate run with `perf record -g` (cpu-clock) on the
 #                           collector for S seconds; prints CPU by binary, by activity (raw
 #                           log writes, socket I/O, fsync, decoders) and the top symbols
@@ -66,7 +75,7 @@ flush_ms=${CP_INGEST_FLUSH_MS:-5000}
 proto=${CP_INGEST_PROTOCOL:-100705}
 build=${CP_BENCH_BUILD:-$root/build-bench}
 runs="max,half,fixed"
-json=0 do_build=1 keep=0 perf_s=0 baseline=1
+json=0 do_build=1 keep=0 perf_s=0 baseline=1 tls=0
 emu_extra=()
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
@@ -82,6 +91,7 @@ while (($#)); do
     --flush-interval) need "$@"; flush_ms=$2; shift ;;
     --protocol-version) need "$@"; proto=$2; shift ;;
     --runs) need "$@"; runs=$2; shift ;;
+    --tls) tls=1 ;;
     --perf) need "$@"; perf_s=$2; shift ;;
     --emulate-arg) need "$@"; emu_extra+=("$2"); shift ;;
     --emulate-arg=*) emu_extra+=("${1#--emulate-arg=}") ;;
@@ -98,6 +108,7 @@ for v in duration agents max_rate fixed_total flush_ms proto perf_s; do
     [[ ${!v} =~ ^[0-9]+$ ]] || { echo "ingest: $v must be a non-negative integer, got '${!v}'" >&2; exit 2; }
 done
 ((agents > 0 && duration > 0)) || { echo "ingest: --agents and --duration must be > 0" >&2; exit 2; }
+((tls)) && [[ ",$runs," != *",tls,"* ]] && runs="$runs,tls"
 run_on() { [[ ",$runs," == *",$1,"* ]]; }
 
 # In --json mode stdout carries only the JSON object.
@@ -171,14 +182,37 @@ calc() { awk -v a="${3:-0}" -v b="${4:-0}" -v c="${5:-0}" -v d="${6:-0}" "BEGIN 
 proc_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }   # utime + stime
 proc_hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }                   # KiB
 
-# Starts a collector (cloudprof|nullsink) pinned to core 0; sets srv_pid, srv_port, srv_dir, srv_log.
+# The tls run's certificates: a test CA and a server certificate (EC P-256), made once.
+tls_dir=$tmp/tls
+make_tls_certs() {
+    [[ -s $tls_dir/srv.pem ]] && return
+    command -v openssl >/dev/null || { echo "ingest: --tls needs the openssl command" >&2; exit 1; }
+    mkdir -p "$tls_dir"
+    (
+        cd "$tls_dir"
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.pem \
+            -days 2 -subj "/CN=ingest bench CA" -addext basicConstraints=critical,CA:TRUE
+        openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key -out srv.csr \
+            -subj "/CN=ingest bench collector"
+        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2
+    ) >"$tmp/openssl.log" 2>&1 || { echo "ingest: openssl failed:" >&2; cat "$tmp/openssl.log" >&2; exit 1; }
+}
+
+# Starts a collector (cloudprof|cloudprof-tls|nullsink) pinned to core 0; sets srv_pid,
+# srv_port (the TLS port for cloudprof-tls), srv_dir, srv_log.
 start_collector() {
     local kind=$1 name=$2
     srv_dir=$tmp/$name.data srv_log=$tmp/$name.server.log
-    local ready=$tmp/$name.ready
+    local ready=$tmp/$name.ready port_key=agent_port
     rm -f "$ready"
-    if [[ $kind == cloudprof ]]; then
-        "${pin_srv[@]}" "$cloudprof" serve --agent-port 0 --agent-host 127.0.0.1 --http-port 0 --http-host 127.0.0.1 --data "$srv_dir" \
+    if [[ $kind == cloudprof-tls ]]; then
+        make_tls_certs
+        port_key=agent_tls_port
+        "${pin_srv[@]}" "$cloudprof" serve --agent-port 0 --agent-tls-port auto --tls-cert "$tls_dir/srv.pem" \
+            --tls-key "$tls_dir/srv.key" --agent-host 127.0.0.1 --http-port 0 --http-host 127.0.0.1 --data "$srv_dir" \
+            --ready-file "$ready" --log-level warn --protocol-version "$proto" >"$srv_log" 2>&1 &
+    elif [[ $kind == cloudprof ]]; then
+        "${pin_srv[@]}" "$cloudprof" serve --agent-port auto --agent-host 127.0.0.1 --http-port 0 --http-host 127.0.0.1 --data "$srv_dir" \
             --ready-file "$ready" --log-level warn --protocol-version "$proto" >"$srv_log" 2>&1 &
     else
         # the server's default rotation, so that agents rotate the same way against both
@@ -193,7 +227,7 @@ start_collector() {
         kill -0 "$srv_pid" 2>/dev/null || { echo "ingest: $kind exited at start:" >&2; cat "$srv_log" >&2; exit 1; }
         sleep 0.05
     done
-    srv_port=$(sed -n 's/^agent_port=//p' "$ready")
+    srv_port=$(sed -n "s/^$port_key=//p" "$ready")
     [[ -n $srv_port ]] || { echo "ingest: $kind did not become ready in 10 s" >&2; cat "$srv_log" >&2; exit 1; }
 }
 
@@ -221,11 +255,13 @@ stop_collector() {
 run_emulator() {
     local name=$1 rate=$2 n=$3 secs=$4
     local out=$tmp/$name.emu.out err=$tmp/$name.emu.err cpu=$tmp/$name.emu.cpu
+    local tls_args=()
+    [[ ${5:-} == cloudprof-tls ]] && tls_args=(--tls --ca "$tls_dir/ca.pem")
     emu_rc=0
     # bash -c reads its own cutime+cstime after the emulator exits: the emulator's CPU time
     bash -c '"$@"; rc=$?; cat /proc/$$/stat >&3; exit $rc' emulate "${pin_emu[@]}" "${emulator[@]}" \
         --target "127.0.0.1:$srv_port" --agents "$n" --duration "$secs" --calls-per-sec "$rate" \
-        --flush-interval "$flush_ms" "${emu_extra[@]}" --json >"$out" 2>"$err" 3>"$cpu" || emu_rc=$?
+        --flush-interval "$flush_ms" "${tls_args[@]}" "${emu_extra[@]}" --json >"$out" 2>"$err" 3>"$cpu" || emu_rc=$?
     emu_json=$(grep '^[[:space:]]*{' "$out" | tail -n 1 || true)
     # steady rate: the mean of the emulator's progress intervals ("[  4.0s] ... N calls/s
     # [acknowledged], ...": acknowledged calls per interval) after the first one (connecting, INITs) and up to
@@ -244,6 +280,51 @@ run_emulator() {
     fi
 }
 
+# The pair run: a plain and a TLS collector at once, each under its own max-rate emulator
+# (both collectors pinned to core 0, both emulators to core 1): whatever else loads the
+# machine loads both alike. Sets R[pair.*].
+run_pair() {
+    local n=$1 secs=$2 rate=$3
+    say "-- pair: cloudprof plain and over TLS at the same time, $n agents each × max calls/s, ${secs} s"
+    start_collector cloudprof pair_plain
+    local p_pid=$srv_pid p_port=$srv_port p_dir=$srv_dir
+    start_collector cloudprof-tls pair_tls
+    local t_pid=$srv_pid t_port=$srv_port t_dir=$srv_dir
+    local p0 t0 p1 t1
+    p0=$(proc_ticks "$p_pid") t0=$(proc_ticks "$t_pid")
+    srv_port=$p_port run_emulator pair_plain "$rate" "$n" "$secs" cloudprof &
+    local e1=$!
+    srv_port=$t_port run_emulator pair_tls "$rate" "$n" "$secs" cloudprof-tls &
+    local e2=$!
+    wait "$e1" || true
+    wait "$e2" || true
+    p1=$(proc_ticks "$p_pid") t1=$(proc_ticks "$t_pid")
+    srv_pid=$p_pid; stop_collector; local p_rc=$stop_rc
+    srv_pid=$t_pid; stop_collector; local t_rc=$stop_rc
+    local side j d c raw ok=1
+    for side in plain tls; do
+        j=$(grep '^[[:space:]]*{' "$tmp/pair_$side.emu.out" | tail -n 1 || true)
+        c=$(json_num "$j" calls_sent) d=$(json_num "$j" duration_s)
+        [[ -n $c && -n $d && $(json_num "$j" errors) == 0 ]] || { ok=0; c=0 d=$secs; }
+        R[pair.$side.calls_per_s]=$(calc "%.0f" "a / b" "$c" "$d")
+        if [[ $side == plain ]]; then
+            R[pair.$side.cpu_per_100k]=$(calc "%.3f" "a > 0 ? (c - b) / d / a * 100000 : 0" "$c" "$p0" "$p1" "$clk_tck")
+            raw=$(find "$p_dir/raw" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
+        else
+            R[pair.$side.cpu_per_100k]=$(calc "%.3f" "a > 0 ? (c - b) / d / a * 100000 : 0" "$c" "$t0" "$t1" "$clk_tck")
+            raw=$(find "$t_dir/raw" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
+        fi
+        [[ $raw == "$(json_num "$j" bytes_sent)" ]] || { ok=0; echo "ingest: pair $side: raw bytes $raw != bytes_sent" >&2; }
+        say "   $side: ${R[pair.$side.calls_per_s]} calls/s, collector CPU ${R[pair.$side.cpu_per_100k]} s / 100k calls," \
+            "ack p99 $(json_num "$j" ack_p99_ms) ms, errors $(json_num "$j" errors)"
+    done
+    ((p_rc == 0 && t_rc == 0)) || ok=0
+    R[pair.ok]=$ok
+    ((ok)) || status=1
+    R[pair.ratio]=$(calc "%.3f" "b > 0 ? a / b : 0" "${R[pair.tls.calls_per_s]}" "${R[pair.plain.calls_per_s]}")
+    ((keep)) || rm -rf "$p_dir" "$t_dir"
+}
+
 # Results: R[run.key]
 declare -A R
 status=0
@@ -258,7 +339,7 @@ run_one() {
     start_collector "$kind" "$name"
     local t0 t1
     t0=$(proc_ticks "$srv_pid")
-    run_emulator "$name" "$rate" "$n" "$secs"
+    run_emulator "$name" "$rate" "$n" "$secs" "$kind"
     t1=$(proc_ticks "$srv_pid")
     local hwm
     hwm=$(proc_hwm "$srv_pid")
@@ -285,7 +366,7 @@ run_one() {
     R[$name.cpu_per_100k]=$(calc "%.3f" "a > 0 ? b / a * 100000 : 0" "${R[$name.calls_sent]}" "${R[$name.cpu_s]}")
     R[$name.bytes_per_call]=$(calc "%.0f" "a > 0 ? b / a : 0" "${R[$name.calls_sent]}" "${R[$name.bytes_sent]}")
 
-    if [[ $kind == cloudprof ]]; then
+    if [[ $kind == cloudprof* ]]; then
         local raw
         raw=$(find "$srv_dir/raw" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
         R[$name.raw_bytes]=$raw
@@ -306,7 +387,7 @@ run_one() {
     ((keep)) || rm -rf "$srv_dir"
     say "   ${R[$name.calls_per_s]} calls/s, ${R[$name.mb_per_s]} MB/s, ack p50 ${R[$name.ack_p50_ms]:-?} ms" \
         "p99 ${R[$name.ack_p99_ms]:-?} ms, collector CPU ${R[$name.cpu_pct]}%, emulator CPU" \
-        "${R[$name.emu_cpu_pct]}%, errors ${R[$name.errors]:-?}$([[ $kind == cloudprof ]] &&
+        "${R[$name.emu_cpu_pct]}%, errors ${R[$name.errors]:-?}$([[ $kind == cloudprof* ]] &&
             echo ", raw ${R[$name.raw_bytes]} bytes stored: ${R[$name.raw_check]}")"
 }
 
@@ -334,7 +415,7 @@ say
 # Each load runs against cloudprof, then the same load against bench_nullsink (the baseline:
 # what the emulator and the loopback manage with a collector that does nothing).
 notes=()
-if run_on max || run_on half || run_on fixed; then
+if run_on max || run_on half || run_on fixed || run_on tls; then
     run_one max_cloudprof cloudprof "$max_rate" "$agents" "$duration"
     if [[ $max_rate == 0 && ${R[max_cloudprof.emu_rc]} != 0 && ${R[max_cloudprof.calls_sent]} == 0 ]]; then
         max_rate=${CP_INGEST_FALLBACK_RATE:-20000}
@@ -346,6 +427,11 @@ if run_on max || run_on half || run_on fixed; then
     if run_on max; then run_one max_nullsink nullsink "$max_rate" "$agents" "$duration"; fi
 fi
 max_cps=${R[max_cloudprof.calls_per_s]:-0}
+# right after the plain max run, at the same settings: the two share the machine's state
+if run_on tls; then
+    run_one max_tls cloudprof-tls "$max_rate" "$agents" "$duration"
+    run_pair "$agents" "$duration" "$max_rate"
+fi
 
 if run_on half; then
     half_rate=$(calc "%.0f" "a / 2 / b" "$max_cps" "$agents")
@@ -417,10 +503,14 @@ if has max_cloudprof && has max_nullsink; then
     ratio=$(calc "%.3f" "b > 0 ? a / b : 0" "${R[max_cloudprof.mb_per_s]}" "${R[max_nullsink.mb_per_s]}")
     cpu_ratio=$(calc "%.1f" "b > 0 ? a / b : 0" "${R[max_cloudprof.cpu_per_100k]}" "${R[max_nullsink.cpu_per_100k]}")
 fi
+tls_ratio=""
+if has max_cloudprof && has max_tls; then
+    tls_ratio=$(calc "%.3f" "b > 0 ? a / b : 0" "${R[max_tls.calls_per_s]}" "${R[max_cloudprof.calls_per_s]}")
+fi
 if has max_cloudprof; then
     projected=$(calc "%.0f" "b > 0 ? 100000 / b : 0" 0 "${R[max_cloudprof.cpu_per_100k]}")
 fi
-for n in max_cloudprof max_nullsink; do
+for n in max_cloudprof max_tls max_nullsink; do
     has "$n" || continue
     e=${R[$n.emu_cpu_pct]} c=${R[$n.cpu_pct]}
     if awk -v c="$c" 'BEGIN { exit !(c >= 90) }'; then
@@ -429,7 +519,7 @@ for n in max_cloudprof max_nullsink; do
         notes+=("$n: emulator-bound (emulator ${e}% of its core, ${R[$n.kind]} ${c}%): the ${R[$n.kind]} figure is a lower bound")
     else
         why="the emulator's ack window, flush-cycle ack drains"
-        [[ ${R[$n.kind]} == cloudprof ]] && why+=", fsync before flush and rotation acks"
+        [[ ${R[$n.kind]} == cloudprof* ]] && why+=", fsync before flush and rotation acks"
         notes+=("$n: neither side used a whole core (emulator ${e}%, ${R[$n.kind]} ${c}%): the rate is also bound by latency ($why)")
     fi
 done
@@ -459,6 +549,7 @@ fi
 title() {
     case $1 in
     max_cloudprof) echo "max rate" ;;
+    max_tls) echo "max rate TLS" ;;
     half_cloudprof) echo "half rate" ;;
     fixed_cloudprof) echo "fixed ${fixed_total}/s" ;;
     *_nullsink) echo "" ;;
@@ -467,7 +558,7 @@ title() {
 }
 if ((${#run_names[@]})); then
     say
-    fmt="%-16s %-9s %6s %6s %6s %8s %6s %8s %8s %6s %8s %6s %5s %8s %6s %-8s\n"
+    fmt="%-16s %-13s %6s %6s %6s %8s %6s %8s %8s %6s %8s %6s %5s %8s %6s %-8s\n"
     # shellcheck disable=SC2059
     {
         printf "$fmt" run collector agents "rate/a" "wall s" "calls/s" "MB/s" "p50 ms" "p99 ms" "CPU s" "CPU/100k" "CPU%" "emu%" "peak RSS" errors raw
@@ -493,6 +584,17 @@ fi
 if [[ -n $ratio ]]; then
     say "throughput cloudprof ÷ nullsink (MB/s at max rate):   $ratio"
     say "CPU per call cloudprof ÷ nullsink (at max rate):      ${cpu_ratio}×"
+fi
+if [[ -n $tls_ratio ]]; then
+    say "calls/s over TLS ÷ plain (max rate, this invocation): $tls_ratio (goal ≥ 0.8: $(awk -v r="$tls_ratio" \
+        'BEGIN { print (r >= 0.8 ? "met" : "NOT met") }')); collector CPU/100k calls TLS ${R[max_tls.cpu_per_100k]} s," \
+        "plain ${R[max_cloudprof.cpu_per_100k]} s"
+fi
+if [[ -n ${R[pair.ratio]:-} ]]; then
+    say "calls/s over TLS ÷ plain, side by side at the same time (pair run): ${R[pair.ratio]} (goal ≥ 0.8:" \
+        "$(awk -v r="${R[pair.ratio]}" 'BEGIN { print (r >= 0.8 ? "met" : "NOT met") }')); TLS ${R[pair.tls.calls_per_s]}," \
+        "plain ${R[pair.plain.calls_per_s]} calls/s; collector CPU/100k calls TLS ${R[pair.tls.cpu_per_100k]} s," \
+        "plain ${R[pair.plain.cpu_per_100k]} s"
 fi
 [[ -n $projected ]] &&
     say "cloudprof calls/s per core if CPU-bound (100 000 ÷ CPU/100k at max rate, an extrapolation): $projected"
@@ -540,8 +642,11 @@ if ((json)); then
                 "$( ((R[$n.ok])) && echo true || echo false)"
             sep=","
         done
-        printf '},"ratio_mb_s":%s,"cpu_per_call_ratio":%s,"projected_calls_per_core":%s,' \
-            "$(num "$ratio")" "$(num "$cpu_ratio")" "$(num "$projected")"
+        printf '},"ratio_mb_s":%s,"cpu_per_call_ratio":%s,"projected_calls_per_core":%s,"tls_ratio_calls_s":%s,' \
+            "$(num "$ratio")" "$(num "$cpu_ratio")" "$(num "$projected")" "$(num "$tls_ratio")"
+        printf '"tls_pair":{"ratio_calls_s":%s,"plain_calls_per_s":%s,"tls_calls_per_s":%s,"plain_cpu_per_100k":%s,"tls_cpu_per_100k":%s},' \
+            "$(num "${R[pair.ratio]:-}")" "$(num "${R[pair.plain.calls_per_s]:-}")" "$(num "${R[pair.tls.calls_per_s]:-}")" \
+            "$(num "${R[pair.plain.cpu_per_100k]:-}")" "$(num "${R[pair.tls.cpu_per_100k]:-}")"
         printf '"goal_half_rate_p99_le_5ms":%s,"goal_fixed_rate_one_core":%s,"notes":[' \
             "$(js "$goal_p99")" "$(js "$goal_100k")"
         sep=""

@@ -42,7 +42,7 @@ cleanup() {
 trap cleanup EXIT
 
 # cloudprof serve on an empty data directory: it serves the UI; the data comes from routes
-"$bin" serve --data "$dir/data" --agent-host 127.0.0.1 --agent-port 0 --http-host 127.0.0.1 --http-port 0 \
+"$bin" serve --data "$dir/data" --agent-host 127.0.0.1 --agent-port auto --http-host 127.0.0.1 --http-port 0 \
     --compact-every 0 --ready-file "$dir/ready" 2>"$dir/serve.log" &
 pid=$!
 for _ in $(seq 100); do [[ -s $dir/ready ]] && break; sleep 0.1; done

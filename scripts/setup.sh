@@ -25,7 +25,8 @@ cd "$root"
 packages=(
     build-essential cmake pkg-config clang libclang-rt-14-dev
     libuv1-dev libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev
-    libzstd-dev zlib1g-dev libssl-dev libexpat1-dev libcmocka-dev sqlite3 python3 unzip libarchive-tools
+    libzstd-dev zlib1g-dev libssl-dev libexpat1-dev libcjose-dev libcrypt-dev libgnutls28-dev libcmocka-dev sqlite3 python3 unzip libarchive-tools
+    openssl python3-prometheus-client
 )
 if [[ ${SETUP_TEST_TOOLS:-0} == 1 ]]; then packages+=(chromium); fi
 

@@ -10,8 +10,8 @@
  * caller takes them (cp_agent_gen_pending / cp_agent_gen_consume). It also keeps the
  * ack-accounting facts a sender needs: where in the calls stream each call's record ends.
  *
- * The driver (cp_agent_run) runs many generators against a collector over TCP on one
- * libuv loop, speaking the agent side of protocol.md §3 (handshake, INIT, RCV_DATA,
+ * The driver (cp_agent_run) runs many generators against a collector over TCP (or TLS)
+ * on one libuv loop, speaking the agent side of protocol.md §3 (handshake, INIT, RCV_DATA,
  * flush cycles, rotation, reconnects, CLOSE) and checking every ack byte.
  */
 #ifndef CP_AGENT_H
@@ -151,6 +151,10 @@ typedef struct cp_agent_opts {
     uint32_t reconnect_delay_ms;
     uint32_t flush_interval_ms;
     int64_t protocol_version;     /* sent in the handshake: 100705 or 100605 */
+    int tls;                      /* connect with TLS 1.2/1.3 (the collector's --agent-tls-port) */
+    const char *tls_ca;           /* PEM CA(s) the server's chain must verify against (NULL =
+                                     the system's); the host name is not checked, as by the agent */
+    const char *tls_cert, *tls_key; /* PEM client certificate and key for mutual TLS, or NULL */
     uint32_t progress_ms;         /* 0 = no progress callbacks */
     void (*progress)(void *ud, const cp_agent_stats *st);
     void *progress_ud;

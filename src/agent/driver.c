@@ -26,8 +26,14 @@
  * --calls-per-flush K, is K calls after each flush cycle: then what every flush carries, and
  * so where the files rotate by size, does not depend on how fast the machine is.
  * --max-calls N ends each agent (final flush cycle, CLOSE) once it has made N calls.
+ *
+ * With --tls each connection is a TLS client (cp_tls over memory BIOs, as the collector's
+ * side): the ClientHello goes out at connect, the commands batched in wbuf are sealed
+ * into tls_out once the handshake is done, and what is read is decrypted before the ack
+ * accounting sees it. A CLOSE is followed by a close_notify.
  */
 #include "agent/cp_agent.h"
+#include "common/cp_tls.h"
 #include "wire/cp_wire.h"
 
 #include <netdb.h>
@@ -112,6 +118,9 @@ typedef struct agent {
     /* output */
     cp_buf wbuf, wfly;
     int writing;
+    cp_tls *tls;           /* --tls: the session of this connection */
+    cp_buf tls_out;        /* sealed records not yet handed to the socket */
+    int tls_bye;           /* close_notify queued */
     /* schedule */
     int64_t next_flush_ms, drop_ms, gen_ms;
     double due;
@@ -133,7 +142,9 @@ struct drv {
     int64_t start_ms, end_ms, hard_end_ms, next_progress_ms;
     int ending;
     uint32_t live;         /* agents not done */
+    struct ssl_ctx_st *tls_ctx; /* --tls: the client context shared by every connection */
     char rbuf[65536];
+    uint8_t pbuf[65536];   /* plaintext of one TLS read */
 };
 
 static void agent_step(agent *a);
@@ -197,6 +208,9 @@ static void on_close(uv_handle_t *h)
     a->fifo_n = a->fifo_head = 0;
     a->unacked = 0;
     cp_buf_reset(&a->wbuf);
+    cp_tls_free(a->tls);
+    a->tls = NULL;
+    cp_buf_reset(&a->tls_out);
     if (a->reconnect && !d->ending) {
         a->state = ST_IDLE;
         a->wake_ms = now_ms(d) + d->o->reconnect_delay_ms;
@@ -261,12 +275,37 @@ static void on_write(uv_write_t *req, int status)
     agent_step(a);
 }
 
+/* TLS: the batched commands become records once the handshake is done (until then
+ * only the handshake's own records go out); after a CLOSE, a close_notify. */
+static int tls_seal(agent *a)
+{
+    if (a->wbuf.len) {
+        int st = cp_tls_write(a->tls, a->wbuf.data, a->wbuf.len);
+        if (st == CP_OK) cp_buf_reset(&a->wbuf);
+        else if (st != CP_AGAIN) {
+            agent_fail(a, "TLS: %s", cp_tls_errmsg(a->tls));
+            return st;
+        }
+    }
+    if (a->shutdown_wanted && !a->wbuf.len && !a->tls_bye) {
+        a->tls_bye = 1;
+        cp_tls_close_notify(a->tls);
+    }
+    if (cp_tls_take(a->tls, &a->tls_out) != CP_OK) {
+        agent_fail(a, "TLS: out of memory");
+        return CP_ENOMEM;
+    }
+    return CP_OK;
+}
+
 /* Hands the batched commands to the socket: uv_try_write, then uv_write for the rest. */
 static void kick(agent *a)
 {
     if (!a->live || a->writing) return;
-    if (a->wbuf.len) {
-        uv_buf_t b = uv_buf_init((char *)a->wbuf.data, (unsigned)a->wbuf.len);
+    if (a->tls && tls_seal(a) != CP_OK) return;
+    cp_buf *o = a->tls ? &a->tls_out : &a->wbuf; /* the bytes for the socket */
+    if (o->len) {
+        uv_buf_t b = uv_buf_init((char *)o->data, (unsigned)o->len);
         int r = uv_try_write((uv_stream_t *)&a->tcp, &b, 1);
         if (r == UV_EAGAIN) r = 0;
         if (r < 0) {
@@ -274,11 +313,11 @@ static void kick(agent *a)
             return;
         }
         a->d->st->wire_bytes += (uint64_t)r;
-        if ((size_t)r < a->wbuf.len) { /* the rest goes through uv_write from wfly */
+        if ((size_t)r < o->len) { /* the rest goes through uv_write from wfly */
             cp_buf tmp = a->wfly;
             cp_buf_reset(&tmp);
-            a->wfly = a->wbuf;
-            a->wbuf = tmp;
+            a->wfly = *o;
+            *o = tmp;
             memmove(a->wfly.data, a->wfly.data + r, a->wfly.len - (size_t)r);
             a->wfly.len -= (size_t)r;
             b = uv_buf_init((char *)a->wfly.data, (unsigned)a->wfly.len);
@@ -291,8 +330,9 @@ static void kick(agent *a)
             a->writing = 1;
             return;
         }
-        cp_buf_reset(&a->wbuf);
+        cp_buf_reset(o);
     }
+    if (a->tls && (a->wbuf.len || (a->shutdown_wanted && !a->tls_bye))) return; /* the handshake is not done */
     if (a->shutdown_wanted && !a->shutdown_started) {
         a->shutdown_started = 1;
         a->sreq.data = a;
@@ -652,18 +692,48 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     *buf = uv_buf_init(a->d->rbuf, sizeof a->d->rbuf);
 }
 
+static void on_eof(agent *a, int err)
+{
+    if (a->bye && !a->fifo_n) agent_close(a, 0);
+    else agent_fail(a, "%s", err == UV_EOF ? "connection closed by the server" : uv_strerror(err));
+}
+
+/* Records from the server: the handshake advances, the plaintext goes to on_bytes. */
+static void tls_read(agent *a, const uint8_t *p, size_t n)
+{
+    if (cp_tls_feed(a->tls, p, n) != CP_OK) {
+        agent_fail(a, "TLS: out of memory");
+        return;
+    }
+    while (a->live) {
+        long k = cp_tls_read(a->tls, a->d->pbuf, sizeof a->d->pbuf);
+        if (k == 0) break;
+        if (k == CP_TLS_CLOSED) {
+            on_eof(a, UV_EOF);
+            return;
+        }
+        if (k < 0) {
+            kick(a); /* our alert, if any */
+            if (a->live) agent_fail(a, "TLS: %s", cp_tls_errmsg(a->tls));
+            return;
+        }
+        on_bytes(a, a->d->pbuf, (size_t)k);
+    }
+    if (a->live) kick(a); /* handshake records, and commands that waited for it */
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     agent *a = s->data;
     (void)buf;
     if (!a->live || nread == 0) return;
     if (nread < 0) {
-        if (a->bye && !a->fifo_n) agent_close(a, 0);
-        else agent_fail(a, "%s", nread == UV_EOF ? "connection closed by the server" : uv_strerror((int)nread));
+        on_eof(a, (int)nread);
         return;
     }
     a->wait_ms = now_ms(a->d);
-    on_bytes(a, (const uint8_t *)a->d->rbuf, (size_t)nread);
+    if (a->tls) tls_read(a, (const uint8_t *)a->d->rbuf, (size_t)nread);
+    else on_bytes(a, (const uint8_t *)a->d->rbuf, (size_t)nread);
     if (a->live) agent_step(a);
 }
 
@@ -688,6 +758,13 @@ static void on_connect(uv_connect_t *req, int status)
     a->state = ST_HANDSHAKE;
     a->reply_len = 0;
     a->wait_ms = now_ms(d);
+    if (d->tls_ctx) { /* the ClientHello first; the handshake command waits in wbuf for the session */
+        a->tls_bye = 0;
+        if (cp_tls_new(d->tls_ctx, 0, &a->tls) != CP_OK || cp_tls_handshake(a->tls) == CP_EPROTO) {
+            agent_fail(a, "TLS: cannot start a session%s%s", a->tls ? ": " : "", a->tls ? cp_tls_errmsg(a->tls) : "");
+            return;
+        }
+    }
     cp_wire_put_handshake(&a->wbuf, d->o->protocol_version, a->pod, a->service, a->ns);
     kick(a);
 }
@@ -872,6 +949,7 @@ static int agent_init(drv *d, agent *a, uint32_t i)
     a->fifo = malloc(FIFO_MAX * sizeof *a->fifo);
     cp_buf_init(&a->wbuf);
     cp_buf_init(&a->wfly);
+    cp_buf_init(&a->tls_out);
     if (!a->gen || !a->fifo) return CP_ENOMEM;
     a->state = ST_IDLE;
     a->wake_ms = d->start_ms;
@@ -928,8 +1006,11 @@ static void drv_free(drv *d)
         free(a->fifo);
         cp_buf_free(&a->wbuf);
         cp_buf_free(&a->wfly);
+        cp_tls_free(a->tls);
+        cp_buf_free(&a->tls_out);
     }
     free(d->agents);
+    cp_tls_ctx_free(d->tls_ctx);
 }
 
 int cp_agent_run(const cp_agent_opts *o, cp_agent_stats *st, char *why, size_t whylen)
@@ -942,8 +1023,13 @@ int cp_agent_run(const cp_agent_opts *o, cp_agent_stats *st, char *why, size_t w
     if (!d) return CP_ENOMEM;
     d->o = o;
     d->st = st;
+    if (o->tls && (rc = cp_tls_client_ctx(o->tls_ca, o->tls_cert, o->tls_key, &d->tls_ctx, why, whylen)) != CP_OK) {
+        free(d);
+        return CP_EINVAL;
+    }
     if ((rc = resolve(d, why, whylen)) != CP_OK || (rc = uv_loop_init(&d->loop)) != 0) {
         if (rc < 0 && rc != CP_EINVAL) snprintf(why, whylen, "event loop: %s", uv_strerror(rc));
+        cp_tls_ctx_free(d->tls_ctx);
         free(d);
         return CP_EINVAL;
     }

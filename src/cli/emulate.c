@@ -47,6 +47,13 @@ static const char usage_text[] =
     "                           (CLOUDPROF_EMULATE_FLUSH_INTERVAL, default 5000)\n"
     "  --protocol-version V     client version in the handshake: 100705 or 100605\n"
     "                           (CLOUDPROF_EMULATE_PROTOCOL_VERSION, default 100705)\n"
+    "  --tls                    connect with TLS 1.2/1.3 (the collector's --agent-tls-port);\n"
+    "                           the server's chain is verified, its host name is not, as by\n"
+    "                           the real agent (CLOUDPROF_EMULATE_TLS=1)\n"
+    "  --ca FILE                PEM CA certificate(s) to verify the server with\n"
+    "                           (CLOUDPROF_EMULATE_CA, default the system's trust store)\n"
+    "  --cert FILE, --key FILE  PEM client certificate and key, sent when the server asks\n"
+    "                           for one (mutual TLS) (CLOUDPROF_EMULATE_CERT, _KEY)\n"
     "  --json                   print the summary as one JSON object (the last line of stdout);\n"
     "                           the human-readable summary then goes to stderr\n"
     "  --quiet                  no progress lines (and no human summary with --json)\n"
@@ -63,7 +70,8 @@ typedef struct emu_opts {
 
 enum {
     OPT_TARGET, OPT_AGENTS, OPT_DURATION, OPT_RATE, OPT_DEPTH, OPT_NAMESPACES, OPT_SERVICES, OPT_SEED,
-    OPT_RECONNECT_EVERY, OPT_RECONNECT_DELAY, OPT_FLUSH, OPT_VERSION, OPT_PER_FLUSH, OPT_MAX_CALLS, OPT_COUNT
+    OPT_RECONNECT_EVERY, OPT_RECONNECT_DELAY, OPT_FLUSH, OPT_VERSION, OPT_PER_FLUSH, OPT_MAX_CALLS, OPT_TLS_CA,
+    OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS, OPT_COUNT
 };
 
 static const struct {
@@ -84,6 +92,10 @@ static const struct {
     [OPT_VERSION] = {"--protocol-version", "CLOUDPROF_EMULATE_PROTOCOL_VERSION"},
     [OPT_PER_FLUSH] = {"--calls-per-flush", "CLOUDPROF_EMULATE_CALLS_PER_FLUSH"},
     [OPT_MAX_CALLS] = {"--max-calls", "CLOUDPROF_EMULATE_MAX_CALLS"},
+    [OPT_TLS_CA] = {"--ca", "CLOUDPROF_EMULATE_CA"},
+    [OPT_TLS_CERT] = {"--cert", "CLOUDPROF_EMULATE_CERT"},
+    [OPT_TLS_KEY] = {"--key", "CLOUDPROF_EMULATE_KEY"},
+    [OPT_TLS] = {"--tls", "CLOUDPROF_EMULATE_TLS"}, /* a flag without a value; 1/0 in the environment */
 };
 
 /* Seconds with up to three decimals ("3", "0.5") -> milliseconds. */
@@ -202,6 +214,13 @@ static int apply(emu_opts *o, int opt, const char *v, const char *source)
         else st = CP_EINVAL;
         want = "100705 or 100605";
         break;
+    case OPT_TLS_CA: r->tls_ca = v; break;
+    case OPT_TLS_CERT: r->tls_cert = v; break;
+    case OPT_TLS_KEY: r->tls_key = v; break;
+    case OPT_TLS:
+        if ((st = cp_parse_u64(v, 1, &n)) == CP_OK) r->tls = (int)n;
+        want = "1 or 0";
+        break;
     }
     if (st != CP_OK) fprintf(stderr, "cloudprof emulate: %s: '%s' is not %s\n", source, v, want);
     return st;
@@ -226,6 +245,10 @@ static int parse_args(emu_opts *o, int argc, char **argv)
         }
         if (!strcmp(a, "--quiet")) {
             o->quiet = 1;
+            continue;
+        }
+        if (!strcmp(a, "--tls")) {
+            o->run.tls = 1;
             continue;
         }
         int opt = -1;
@@ -339,6 +362,10 @@ int cp_cli_emulate(int argc, char **argv)
     cp_agent_opts_default(&o.run);
     int pr = parse_args(&o, argc, argv);
     if (pr) return pr == 1 ? 0 : 2;
+    if (!o.run.tls && (o.run.tls_ca || o.run.tls_cert || o.run.tls_key)) {
+        fprintf(stderr, "cloudprof emulate: --ca, --cert and --key need --tls\n");
+        return 2;
+    }
     progress p = {0};
     if (!o.quiet) {
         o.run.progress = on_progress;

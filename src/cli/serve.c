@@ -2,6 +2,7 @@
 #include "cli/cli_internal.h"
 #include "cli/cp_cli.h"
 #include "common/cp_fsutil.h"
+#include "common/cp_metrics.h"
 #include "http/cp_http.h"
 #include "query/cp_query.h"
 #include "server/cp_server.h"
@@ -29,7 +30,20 @@ static const char usage_text[] =
     "Each option can also be given by the environment variable shown; a flag wins.\n"
     "\n"
     "  --agent-host ADDR        listen address (CLOUDPROF_AGENT_HOST, default 0.0.0.0)\n"
-    "  --agent-port N           agent port, 0 = any free port (CLOUDPROF_AGENT_PORT, default 1715)\n"
+    "  --agent-port N|auto      plain-text agent port, auto = any free port, 0 = none (agents\n"
+    "                           only over TLS) (CLOUDPROF_AGENT_PORT, default 1715)\n"
+    "  --agent-tls-port N|auto  agent port over TLS 1.2/1.3, the same protocol; auto = any\n"
+    "                           free port (CLOUDPROF_AGENT_TLS_PORT, default none)\n"
+    "  --tls-cert FILE          its certificate chain, PEM, leaf first (CLOUDPROF_TLS_CERT)\n"
+    "  --tls-key FILE           its private key, PEM (CLOUDPROF_TLS_KEY); both files are\n"
+    "                           read again on SIGHUP (live connections keep the old ones)\n"
+    "  --tls-client-ca FILE     agents must present a certificate signed by a CA of this PEM\n"
+    "                           file (mutual TLS) (CLOUDPROF_TLS_CLIENT_CA, default none)\n"
+    "  --tls-namespace-from-cert cn|ou|san-uri\n"
+    "                           an agent may only send the namespace its client certificate\n"
+    "                           names: the subject CN, the subject OU, or NAME in a URI SAN\n"
+    "                           spiffe://DOMAIN/ns/NAME/...; others get 0xFF and are closed\n"
+    "                           (CLOUDPROF_TLS_NAMESPACE_FROM_CERT, default none)\n"
     "  --data DIR               data directory (CLOUDPROF_DATA, default ./data)\n"
     "  --protocol-version V     handshake reply: 100605 (agent sends 'dictionary') or\n"
     "                           100705 (agent sends 'posDictionary')\n"
@@ -82,6 +96,40 @@ static const char usage_text[] =
     "                           deadline (CLOUDPROF_HTTP_HEADER_TIMEOUT, default 10)\n"
     "  --http-max-per-client N  HTTP connections at once from one client address, 0 = any\n"
     "                           (CLOUDPROF_HTTP_MAX_PER_CLIENT, default 256)\n"
+    "  --http-tls-cert FILE     HTTPS on the HTTP port: its certificate chain, PEM, leaf first\n"
+    "                           (CLOUDPROF_HTTP_TLS_CERT, default none: plain HTTP)\n"
+    "  --http-tls-key FILE      its private key, PEM (CLOUDPROF_HTTP_TLS_KEY)\n"
+    "  --http-tls-client-ca FILE\n"
+    "                           ask HTTPS clients for a certificate; one signed by a CA of this\n"
+    "                           PEM file may upload and import (CLOUDPROF_HTTP_TLS_CLIENT_CA)\n"
+    "  --auth none|basic|oidc   login for the API and the UI (CLOUDPROF_AUTH, default none:\n"
+    "                           everyone may read and delete everything)\n"
+    "  --auth-users FILE        --auth basic: htpasswd file, bcrypt ($2y$/$2b$) or SHA-512\n"
+    "                           crypt ($6$) hashes, re-read when it changes (CLOUDPROF_AUTH_USERS)\n"
+    "  --auth-groups FILE       Apache group file 'group: user1 user2'; the groups viewer,\n"
+    "                           operator and admin grant those roles; without it every user\n"
+    "                           is an admin (CLOUDPROF_AUTH_GROUPS)\n"
+    "  --auth-namespaces NAME=NS[,NS...]\n"
+    "                           the role or group NAME sees only these namespaces ('*' = all);\n"
+    "                           repeatable; without any, everyone sees every namespace\n"
+    "                           (CLOUDPROF_AUTH_NAMESPACES, rules separated by ';')\n"
+    "  --upload-token FILE      uploads (/diagnostic) and imports need 'Authorization: Bearer\n"
+    "                           <the file's text>', a client certificate or an operator's\n"
+    "                           login (CLOUDPROF_UPLOAD_TOKEN_FILE, default none)\n"
+    "  --oidc-issuer URL        --auth oidc: the provider (CLOUDPROF_OIDC_ISSUER)\n"
+    "  --oidc-client-id ID      the UI's client id (CLOUDPROF_OIDC_CLIENT_ID)\n"
+    "  --oidc-client-secret-file FILE\n"
+    "                           its secret; none = a public client (CLOUDPROF_OIDC_CLIENT_SECRET_FILE)\n"
+    "  --oidc-audience AUD      bearer tokens must name it (CLOUDPROF_OIDC_AUDIENCE, default\n"
+    "                           the client id)\n"
+    "  --oidc-roles-claim PATH  claim holding roles and groups, e.g. realm_access.roles\n"
+    "                           (CLOUDPROF_OIDC_ROLES_CLAIM)\n"
+    "  --oidc-user-claim NAME   claim naming the user (CLOUDPROF_OIDC_USER_CLAIM, default\n"
+    "                           preferred_username, email, sub)\n"
+    "  --oidc-scopes LIST       scopes of the UI's login (CLOUDPROF_OIDC_SCOPES, default\n"
+    "                           'openid profile email')\n"
+    "  --public-url URL         this server's external base URL, for the login's redirect\n"
+    "                           (CLOUDPROF_PUBLIC_URL)\n"
     "  --allowed-origins URL[,URL...]\n"
     "                           browser origins (https://host[:port]) besides the server's\n"
     "                           own that may upload, import or delete; other cross-origin\n"
@@ -116,7 +164,8 @@ static const char usage_text[] =
     "                           (CLOUDPROF_HEAP_KEEP, default 10)\n"
     "  --log-level LEVEL        error, warn, info or debug (CLOUDPROF_LOG_LEVEL, default info)\n"
     "  --ready-file FILE        once listening, atomically write 'agent_port=N' and\n"
-    "                           'http_port=M' lines to FILE\n"
+    "                           'http_port=M' lines to FILE (and 'agent_tls_port=T' with TLS;\n"
+    "                           agent_port=0 when the plain port is off)\n"
     "                           (CLOUDPROF_READY_FILE)\n"
     "  --help                   this text\n"
     "\n"
@@ -136,6 +185,9 @@ typedef struct serve_opts {
     char *lists[64];        /* strdup'd comma lists we split, freed at exit */
     size_t nlists;
     int blacklist_from_flag;
+    const char **auth_ns;   /* --auth-namespaces rules (into lists[]) */
+    size_t nauth_ns;
+    int auth_ns_from_flag;
     uint64_t dump_inline_max;
     unsigned heap_keep;
 } serve_opts;
@@ -145,6 +197,8 @@ static void opts_free(serve_opts *o)
     for (size_t i = 0; i < o->nlists; i++) free(o->lists[i]);
     free(o->blacklist);
     free(o->idle_methods);
+    cp_metrics_free(o->cfg.metrics); /* after both servers and the cold task stopped */
+    free(o->auth_ns);
 }
 
 /* ---- value parsers ------------------------------------------------------------------- */
@@ -238,6 +292,23 @@ static int add_blacklist(serve_opts *o, const char *list, char *why, size_t whyl
         if (!b) return CP_ENOMEM;
         o->blacklist = b;
         b[o->nblacklist++] = ns;
+    }
+    return CP_OK;
+}
+
+/* NAME=ns1,ns2 rules, ';' between several (the policy checks them at start). */
+static int add_auth_ns(serve_opts *o, const char *list, char *why, size_t whylen)
+{
+    char *copy = keep_copy(o, list);
+    if (!copy) {
+        snprintf(why, whylen, "too many --auth-namespaces values");
+        return CP_EINVAL;
+    }
+    for (char *save = NULL, *r = strtok_r(copy, ";", &save); r; r = strtok_r(NULL, ";", &save)) {
+        const char **b = realloc(o->auth_ns, (o->nauth_ns + 1) * sizeof *b);
+        if (!b) return CP_ENOMEM;
+        o->auth_ns = b;
+        b[o->nauth_ns++] = r;
     }
     return CP_OK;
 }
@@ -339,7 +410,28 @@ enum {
     OPT_MAX_BUFFERED,
     OPT_MAX_ROTATIONS,
     OPT_MAX_FILES_CONN,
-    OPT_WAL_MAX
+    OPT_WAL_MAX,
+    OPT_TLS_PORT,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_TLS_CLIENT_CA,
+    OPT_TLS_NS_FROM,
+    OPT_HTTP_TLS_CERT,
+    OPT_HTTP_TLS_KEY,
+    OPT_HTTP_TLS_CLIENT_CA,
+    OPT_AUTH,
+    OPT_AUTH_USERS,
+    OPT_AUTH_GROUPS,
+    OPT_AUTH_NS,
+    OPT_UPLOAD_TOKEN,
+    OPT_OIDC_ISSUER,
+    OPT_OIDC_CLIENT_ID,
+    OPT_OIDC_SECRET_FILE,
+    OPT_OIDC_AUDIENCE,
+    OPT_OIDC_ROLES_CLAIM,
+    OPT_OIDC_USER_CLAIM,
+    OPT_OIDC_SCOPES,
+    OPT_PUBLIC_URL
 };
 
 static const struct {
@@ -384,6 +476,27 @@ static const struct {
     [OPT_MAX_ROTATIONS] = {"--max-rotations-per-minute", "CLOUDPROF_MAX_ROTATIONS_PER_MINUTE"},
     [OPT_MAX_FILES_CONN] = {"--max-files-per-connection", "CLOUDPROF_MAX_FILES_PER_CONNECTION"},
     [OPT_WAL_MAX] = {"--wal-max", "CLOUDPROF_WAL_MAX"},
+    [OPT_TLS_PORT] = {"--agent-tls-port", "CLOUDPROF_AGENT_TLS_PORT"},
+    [OPT_TLS_CERT] = {"--tls-cert", "CLOUDPROF_TLS_CERT"},
+    [OPT_TLS_KEY] = {"--tls-key", "CLOUDPROF_TLS_KEY"},
+    [OPT_TLS_CLIENT_CA] = {"--tls-client-ca", "CLOUDPROF_TLS_CLIENT_CA"},
+    [OPT_TLS_NS_FROM] = {"--tls-namespace-from-cert", "CLOUDPROF_TLS_NAMESPACE_FROM_CERT"},
+    [OPT_HTTP_TLS_CERT] = {"--http-tls-cert", "CLOUDPROF_HTTP_TLS_CERT"},
+    [OPT_HTTP_TLS_KEY] = {"--http-tls-key", "CLOUDPROF_HTTP_TLS_KEY"},
+    [OPT_HTTP_TLS_CLIENT_CA] = {"--http-tls-client-ca", "CLOUDPROF_HTTP_TLS_CLIENT_CA"},
+    [OPT_AUTH] = {"--auth", "CLOUDPROF_AUTH"},
+    [OPT_AUTH_USERS] = {"--auth-users", "CLOUDPROF_AUTH_USERS"},
+    [OPT_AUTH_GROUPS] = {"--auth-groups", "CLOUDPROF_AUTH_GROUPS"},
+    [OPT_AUTH_NS] = {"--auth-namespaces", "CLOUDPROF_AUTH_NAMESPACES"},
+    [OPT_UPLOAD_TOKEN] = {"--upload-token", "CLOUDPROF_UPLOAD_TOKEN_FILE"},
+    [OPT_OIDC_ISSUER] = {"--oidc-issuer", "CLOUDPROF_OIDC_ISSUER"},
+    [OPT_OIDC_CLIENT_ID] = {"--oidc-client-id", "CLOUDPROF_OIDC_CLIENT_ID"},
+    [OPT_OIDC_SECRET_FILE] = {"--oidc-client-secret-file", "CLOUDPROF_OIDC_CLIENT_SECRET_FILE"},
+    [OPT_OIDC_AUDIENCE] = {"--oidc-audience", "CLOUDPROF_OIDC_AUDIENCE"},
+    [OPT_OIDC_ROLES_CLAIM] = {"--oidc-roles-claim", "CLOUDPROF_OIDC_ROLES_CLAIM"},
+    [OPT_OIDC_USER_CLAIM] = {"--oidc-user-claim", "CLOUDPROF_OIDC_USER_CLAIM"},
+    [OPT_OIDC_SCOPES] = {"--oidc-scopes", "CLOUDPROF_OIDC_SCOPES"},
+    [OPT_PUBLIC_URL] = {"--public-url", "CLOUDPROF_PUBLIC_URL"},
 };
 
 /* Applies one option value; `source` names the flag or variable in messages. */
@@ -395,9 +508,28 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
     case OPT_HOST: o->cfg.host = v; break;
     case OPT_DATA: o->cfg.data_dir = v; break;
     case OPT_READY: o->ready_file = v; break;
-    case OPT_PORT:
-        if ((st = cp_parse_u64(v, 65535, &n)) == CP_OK) o->cfg.port = (int)n;
-        else snprintf(why, whylen, "%s: '%s' is not a port number (0-65535)", source, v);
+    case OPT_PORT: /* 0 = off (TLS only), auto = ephemeral */
+        if (!strcmp(v, "auto")) o->cfg.port = 0;
+        else if ((st = cp_parse_u64(v, 65535, &n)) == CP_OK) o->cfg.port = n ? (int)n : CP_SERVER_PORT_OFF;
+        else snprintf(why, whylen, "%s: '%s' is not a port number (1-65535), 0 (none) or auto", source, v);
+        break;
+    case OPT_TLS_PORT:
+        if (!strcmp(v, "auto")) o->cfg.tls_port = 0;
+        else if ((st = cp_parse_u64(v, 65535, &n)) == CP_OK) o->cfg.tls_port = n ? (int)n : CP_SERVER_PORT_OFF;
+        else snprintf(why, whylen, "%s: '%s' is not a port number (1-65535), 0 (none) or auto", source, v);
+        break;
+    case OPT_TLS_CERT: o->cfg.tls_cert = v; break;
+    case OPT_TLS_KEY: o->cfg.tls_key = v; break;
+    case OPT_TLS_CLIENT_CA: o->cfg.tls_client_ca = v; break;
+    case OPT_TLS_NS_FROM:
+        if (!strcasecmp(v, "cn")) o->cfg.tls_ns_from = CP_TLS_NS_CN;
+        else if (!strcasecmp(v, "ou")) o->cfg.tls_ns_from = CP_TLS_NS_OU;
+        else if (!strcasecmp(v, "san-uri")) o->cfg.tls_ns_from = CP_TLS_NS_SAN_URI;
+        else if (!strcasecmp(v, "none")) o->cfg.tls_ns_from = CP_TLS_NS_NONE;
+        else {
+            snprintf(why, whylen, "%s: '%s' is not cn, ou, san-uri or none", source, v);
+            st = CP_EINVAL;
+        }
         break;
     case OPT_VERSION:
         if (cp_parse_u64(v, INT64_MAX, &n) == CP_OK && (n == CP_PROTOCOL_V2 || n == CP_PROTOCOL_V3)) {
@@ -450,6 +582,30 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
         else snprintf(why, whylen, "%s: '%s' is not a connection count (0-1000000)", source, v);
         break;
     case OPT_ALLOWED_ORIGINS: o->http.allowed_origins = v; break; /* checked by cp_http_start */
+    case OPT_HTTP_TLS_CERT: o->http.tls_cert_file = v; break; /* the files: read by cp_http_start */
+    case OPT_HTTP_TLS_KEY: o->http.tls_key_file = v; break;
+    case OPT_HTTP_TLS_CLIENT_CA: o->http.tls_client_ca_file = v; break;
+    case OPT_AUTH:
+        if (!strcmp(v, "none")) o->http.auth_mode = CP_AUTH_NONE;
+        else if (!strcmp(v, "basic")) o->http.auth_mode = CP_AUTH_BASIC;
+        else if (!strcmp(v, "oidc")) o->http.auth_mode = CP_AUTH_OIDC;
+        else {
+            snprintf(why, whylen, "%s: '%s' is not none, basic or oidc", source, v);
+            st = CP_EINVAL;
+        }
+        break;
+    case OPT_AUTH_USERS: o->http.auth_users_file = v; break;
+    case OPT_AUTH_GROUPS: o->http.auth_groups_file = v; break;
+    case OPT_AUTH_NS: st = add_auth_ns(o, v, why, whylen); break;
+    case OPT_UPLOAD_TOKEN: o->http.upload_token_file = v; break;
+    case OPT_OIDC_ISSUER: o->http.oidc_issuer = v; break;
+    case OPT_OIDC_CLIENT_ID: o->http.oidc_client_id = v; break;
+    case OPT_OIDC_SECRET_FILE: o->http.oidc_client_secret_file = v; break;
+    case OPT_OIDC_AUDIENCE: o->http.oidc_audience = v; break;
+    case OPT_OIDC_ROLES_CLAIM: o->http.oidc_roles_claim = v; break;
+    case OPT_OIDC_USER_CLAIM: o->http.oidc_user_claim = v; break;
+    case OPT_OIDC_SCOPES: o->http.oidc_scopes = v; break;
+    case OPT_PUBLIC_URL: o->http.public_url = v; break;
     case OPT_MIN_FREE: {
         size_t len = strlen(v);
         if (len > 1 && v[len - 1] == '%') { /* a share of the file system */
@@ -581,6 +737,10 @@ static int apply_flags(serve_opts *o, int argc, char **argv, char *why, size_t w
             o->blacklist_from_flag = 1;
             o->nblacklist = 0;
         }
+        if (opt == OPT_AUTH_NS && !o->auth_ns_from_flag) { /* likewise */
+            o->auth_ns_from_flag = 1;
+            o->nauth_ns = 0;
+        }
         int st = apply(o, opt, val, options[opt].flag, why, whylen);
         if (st != CP_OK) return st;
     }
@@ -608,10 +768,17 @@ static void http_log_line(void *ud, int level, const char *msg)
     if (level <= *(const int *)ud) log_line(NULL, level, msg);
 }
 
-static int write_ready_file(const char *path, int port, int http_port)
+/* 1 if host only listens on this machine (127.x, ::1, localhost). */
+static int is_loopback(const char *host)
 {
-    char text[64];
+    return host && (!strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost"));
+}
+
+static int write_ready_file(const char *path, int port, int http_port, int tls_port)
+{
+    char text[96];
     int n = snprintf(text, sizeof text, "agent_port=%d\nhttp_port=%d\n", port, http_port);
+    if (tls_port) n += snprintf(text + n, sizeof text - (size_t)n, "agent_tls_port=%d\n", tls_port);
     return cp_write_file_atomic(path, text, (size_t)n);
 }
 
@@ -680,6 +847,10 @@ int cp_cli_serve(int argc, char **argv)
     char why[256] = "";
     int st = apply_env(&o, why, sizeof why);
     if (st == CP_OK) st = apply_flags(&o, argc, argv, why, sizeof why);
+    if (st == CP_OK && o.cfg.tls_port != CP_SERVER_PORT_OFF && (!o.cfg.tls_cert || !o.cfg.tls_key)) {
+        snprintf(why, sizeof why, "--agent-tls-port needs --tls-cert and --tls-key");
+        st = CP_EINVAL;
+    }
     if (st == CP_OK) {
         o.storage.data_dir = o.cfg.data_dir;
         st = cp_cli_storage_resolve(&o.storage, why, sizeof why);
@@ -695,6 +866,13 @@ int cp_cli_serve(int argc, char **argv)
     o.cfg.log = log_line;
 
     o.cfg.catalog = o.storage.catalog;
+    /* /metrics: one registry the agent loop, the cold task and the HTTP threads add to */
+    o.cfg.metrics = o.http.metrics = o.cold.metrics = cp_metrics_new();
+    if (!o.cfg.metrics || cp_metrics_set_build_info(o.cfg.metrics, CP_VERSION_STRING) != CP_OK) {
+        fprintf(stderr, "cloudprof serve: out of memory\n");
+        opts_free(&o);
+        return 1;
+    }
     cp_server *srv;
     char err[1024];
     if (cp_server_open(&o.cfg, &srv, err, sizeof err) != CP_OK) {
@@ -739,6 +917,8 @@ int cp_cli_serve(int argc, char **argv)
     o.http.nblacklist = o.nblacklist;
     o.http.idle_methods = o.idle_methods;
     o.http.nidle_methods = o.nidle_methods;
+    o.http.auth_ns_rules = o.auth_ns;
+    o.http.nauth_ns_rules = o.nauth_ns;
     /* the rollups' system flag uses the same list as the queries' hide_system */
     o.cfg.idle_methods = o.idle_methods;
     o.cfg.nidle_methods = o.nidle_methods;
@@ -763,9 +943,13 @@ int cp_cli_serve(int argc, char **argv)
         opts_free(&o);
         return 1;
     }
-    fprintf(stderr, "cloudprof: agent listener on %s:%d, HTTP API on %s:%d, data %s\n", o.cfg.host,
-            cp_server_port(srv), o.http.host, cp_http_port(http), o.cfg.data_dir);
-    if (o.ready_file && write_ready_file(o.ready_file, cp_server_port(srv), cp_http_port(http)) != CP_OK) {
+    if (o.http.auth_mode == CP_AUTH_NONE && (!is_loopback(o.http.host) || !is_loopback(o.cfg.host)))
+        log_line(NULL, CP_LOG_WARN, "--auth none on a non-loopback address: anyone who reaches the HTTP port reads and "
+                          "deletes every profile and dump (README \"Security\"; --auth basic|oidc)");
+    fprintf(stderr, "cloudprof: agent listener on %s:%d (TLS: %d; 0 = none), HTTP API on %s:%d, data %s\n",
+            o.cfg.host, cp_server_port(srv), cp_server_tls_port(srv), o.http.host, cp_http_port(http), o.cfg.data_dir);
+    if (o.ready_file &&
+        write_ready_file(o.ready_file, cp_server_port(srv), cp_http_port(http), cp_server_tls_port(srv)) != CP_OK) {
         fprintf(stderr, "cloudprof serve: cannot write ready file %s: %s\n", o.ready_file, strerror(errno));
         cp_http_stop(http);
         cp_dumps_close(dumps);

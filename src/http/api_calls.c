@@ -166,9 +166,17 @@ static int parse_id(const char *id, cp_call_ref *ref, http_out *o)
     return 0;
 }
 
+typedef struct one_ctx {
+    cp_buf *out;
+    const http_who *who;
+} one_ctx;
+
+/* A call of a namespace the asker may not see is left out: the id answers 404 (auth.c). */
 static int one_call(void *ud, const cp_call *c)
 {
-    return http_call_json(ud, c) != CP_OK;
+    one_ctx *x = ud;
+    if (!http_who_sees(x->who, c->ns ? c->ns : "", c->ns ? c->ns_len : 0)) return 0;
+    return http_call_json(x->out, c) != CP_OK;
 }
 
 void http_api_call(cp_http *h, const http_args *a, const char *id, http_out *o)
@@ -177,7 +185,8 @@ void http_api_call(cp_http *h, const http_args *a, const char *id, http_out *o)
     if (http_check_args(a, NULL, o) || parse_id(id, &ref, o)) return;
     cp_reader *r;
     if (http_reader_take(h, o, &r)) return;
-    int rc = cp_reader_get(r, &ref, 0, one_call, &o->body);
+    one_ctx x = {&o->body, a->who};
+    int rc = cp_reader_get(r, &ref, 0, one_call, &x);
     int failed = rc < 0 && rc != CP_ENOTFOUND;
     if (rc == CP_ENOTFOUND) http_error(o, 404, "call_not_found", "no call with this id");
     else if (rc > 0) http_oom(o);

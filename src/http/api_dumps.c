@@ -51,6 +51,7 @@ static int name_param(const http_args *a, const char *key, const char **out, htt
 int http_dump_filter(cp_http *h, const http_args *a, cp_dump_filter *f, http_out *o)
 {
     memset(f, 0, sizeof *f);
+    http_who_dump_scope(a->who, f); /* only the asker's namespaces (auth.c) */
     if (http_parse_window(h, a, &f->from_ms, &f->to_ms, o) != 0) return -1;
     if (name_param(a, "namespace", &f->ns, o) || name_param(a, "service", &f->service, o) ||
         name_param(a, "pod", &f->pod, o))
@@ -80,14 +81,15 @@ static int parse_id(const char *s, int64_t *id, http_out *o)
     return 0;
 }
 
-/* Gets the record of the id segment. 0, or -1 with the answer set. */
-static int get_meta(cp_http *h, const char *id_text, cp_dump_meta *m, http_out *o)
+/* Gets the record of the id segment; one of a namespace the asker may not see is as if it
+ * did not exist. 0, or -1 with the answer set. */
+static int get_meta(cp_http *h, const http_args *a, const char *id_text, cp_dump_meta *m, http_out *o)
 {
     int64_t id;
     if (!has_dumps(h, o) || parse_id(id_text, &id, o)) return -1;
     char err[512] = "";
     int st = cp_dumps_get(h->cfg->dumps, id, m, err, sizeof err);
-    if (st == CP_ENOTFOUND) {
+    if (st == CP_ENOTFOUND || (st == CP_OK && !http_who_sees(a->who, m->ns, strlen(m->ns)))) {
         http_error(o, 404, "not_found", "no such dump");
         return -1;
     }
@@ -309,7 +311,7 @@ static int parse_range(const char *v, uint64_t size, uint64_t *start, uint64_t *
 void http_api_dump(cp_http *h, struct MHD_Connection *conn, const http_args *a, const char *id, http_out *o)
 {
     cp_dump_meta m;
-    if (http_check_args(a, NULL, o) || get_meta(h, id, &m, o)) return;
+    if (http_check_args(a, NULL, o) || get_meta(h, a, id, &m, o)) return;
     uint64_t start = 0, end = m.bytes ? m.bytes - 1 : 0;
     int ranged = parse_range(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_RANGE), m.bytes,
                              &start, &end);
@@ -354,7 +356,10 @@ void http_api_dump(cp_http *h, struct MHD_Connection *conn, const http_args *a, 
 void http_api_dump_delete(cp_http *h, const http_args *a, const char *id_text, http_out *o)
 {
     int64_t id;
+    cp_dump_meta m;
     if (http_check_args(a, NULL, o) || !has_dumps(h, o) || parse_id(id_text, &id, o)) return;
+    /* another namespace's file: 404, as if it did not exist (auth.c) */
+    if (a->who && !a->who->p.all_namespaces && get_meta(h, a, id_text, &m, o)) return;
     char err[512] = "";
     int st = cp_dumps_delete(h->cfg->dumps, id, cp_now_ms(), err, sizeof err);
     if (st == CP_ENOTFOUND) {
@@ -509,7 +514,7 @@ void http_api_dump_view(cp_http *h, const http_args *a, const char *id, const ch
     static const char *const profile_args[] = {"sample_type", "top", NULL};
     int profile = !strcmp(view, "profile");
     cp_dump_meta m;
-    if (http_check_args(a, profile ? profile_args : NULL, o) || get_meta(h, id, &m, o)) return;
+    if (http_check_args(a, profile ? profile_args : NULL, o) || get_meta(h, a, id, &m, o)) return;
     if (!strcmp(view, "threads")) view_threads(h, &m, o);
     else if (!strcmp(view, "top")) view_top(h, &m, o);
     else view_profile(h, a, &m, o);
@@ -626,7 +631,7 @@ void http_api_gc(cp_http *h, const http_args *a, http_out *o)
     }
     /* The active gc.log is re-sent as it grows and rotated logs repeat it: one pause per
      * (time, GC id). */
-    qsort(ps, np, sizeof *ps, pause_cmp);
+    if (np) qsort(ps, np, sizeof *ps, pause_cmp); /* ps is NULL without pauses */
     size_t kept = 0;
     double total = 0, max = 0;
     for (size_t i = 0; i < np; i++) {
@@ -640,7 +645,7 @@ void http_api_gc(cp_http *h, const http_args *a, http_out *o)
         if (ps[i].pause_ms > max) max = ps[i].pause_ms;
     }
     free(ps);
-    qsort(durs, kept, sizeof *durs, dbl_cmp);
+    if (kept) qsort(durs, kept, sizeof *durs, dbl_cmp); /* durs is NULL without pauses */
     double p95 = kept ? durs[(size_t)((double)(kept - 1) * 0.95 + 0.5)] : 0;
     double p99 = kept ? durs[(size_t)((double)(kept - 1) * 0.99 + 0.5)] : 0;
     free(durs);

@@ -42,7 +42,7 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
                         "calls", 1, "stats", 1, "tree", 1, "merged_tree", 1, "trace_download", 1,
                         "export_csv", 1, "export_xlsx", 0, "dumps", c->dumps != NULL, "hide_system", 1,
                         "ui", cp_ui_asset_count > 0, "stream", 1, "import", c->open_catalog != NULL,
-                        "export_tptp", 1, "auth", "none",
+                        "export_tptp", 1, "auth", cp_auth_mode_name(c->auth_mode),
                         "limits",
                         "max_span_ms", (json_int_t)c->max_span_ms,
                         "default_limit", (json_int_t)(c->max_limit < 100 ? c->max_limit : 100),
@@ -54,6 +54,7 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
                         "cursor_ttl_ms", (json_int_t)c->cursor_ttl_ms,
                         "import_max_bytes", (json_int_t)c->import_max_bytes,
                         "default_duration", ">=500ms");
+    if (o->json) json_object_set_new(o->json, "auth", json_string(cp_auth_mode_name(c->auth_mode)));
     if (!o->json) http_oom(o);
 }
 
@@ -67,6 +68,7 @@ typedef struct services_ctx {
     json_int_t ns_calls, svc_calls, pod_calls;
     size_t rows;
     int oom, truncated;
+    const http_who *who;              /* rows of namespaces it may not see are left out */
 } services_ctx;
 
 static int same_name(json_t *obj, const char *key, const char *s)
@@ -97,6 +99,7 @@ static json_t *open_level(services_ctx *x, json_t *parent_list, const char *key,
 static int services_row(void *ud, const cp_pod_row *p)
 {
     services_ctx *x = ud;
+    if (!http_who_sees(x->who, p->ns ? p->ns : "", p->ns ? strlen(p->ns) : 0)) return 0;
     if (++x->rows > HTTP_SERVICES_MAX_ROWS) {
         x->truncated = 1;
         return 1;
@@ -137,6 +140,7 @@ void http_api_services(cp_http *h, const http_args *a, http_out *o)
     if (http_check_args(a, window_params, o) || http_parse_window(h, a, &from, &to, o)) return;
     services_ctx x;
     memset(&x, 0, sizeof x);
+    x.who = a->who;
     x.namespaces = json_array();
     cp_reader *r;
     if (http_reader_take(h, o, &r)) {

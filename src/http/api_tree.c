@@ -46,8 +46,11 @@ static void export_answer(const cp_call_ref *refs, size_t n, int xml, cp_buf *fi
 }
 
 /* Builds the tree of refs[0..n) -- or, with exp, the export file -- from the calls fetched
- * one at a time, and sets the response (or the error). */
-static void build_tree_or_export(cp_http *h, const cp_call_ref *refs, size_t n, cp_export *exp, int xml, http_out *o)
+ * one at a time, and sets the response (or the error). Calls of namespaces who may not
+ * see are left out (auth.c), and so are unknown ids for such a user: 404 when none is
+ * left. */
+static void build_tree_or_export(cp_http *h, const http_who *who, const cp_call_ref *refs, size_t n, cp_export *exp,
+                                 int xml, http_out *o)
 {
     cp_tree_limits lim;
     cp_tree_limits_default(&lim);
@@ -59,7 +62,7 @@ static void build_tree_or_export(cp_http *h, const cp_call_ref *refs, size_t n, 
     cp_fetched f;
     cp_fetched_init(&f);
     char err[256] = "", reason[64] = "trace_not_found";
-    size_t added = 0, ncalls = 0;
+    size_t added = 0, ncalls = 0, visible = 0;
     int status = CP_OK, failed = 0;
     cp_reader *r = NULL;
     if ((!exp && !tree) || http_reader_take(h, o, &r)) {
@@ -69,7 +72,10 @@ static void build_tree_or_export(cp_http *h, const cp_call_ref *refs, size_t n, 
     }
     for (size_t i = 0; i < n && status == CP_OK && o->status == 200; i++) {
         int rc = cp_reader_fetch(r, &refs[i], &f, err, sizeof err);
-        if (rc == CP_OK && !f.found) {
+        if (rc == CP_OK && !f.found && who && !who->p.all_namespaces) {
+            continue; /* for a user limited to some namespaces, unknown ids are skipped like
+                       * those of other namespaces: neither tells the other apart */
+        } else if (rc == CP_OK && !f.found) {
             char id[CP_CALL_ID_MAX];
             cp_call_id_format(&refs[i], id);
             http_error(o, 404, "call_not_found", "no call with id %s", id);
@@ -79,10 +85,14 @@ static void build_tree_or_export(cp_http *h, const cp_call_ref *refs, size_t n, 
         } else if (rc < 0) {
             failed = 1;
             http_reader_error(o, rc, "get", cp_reader_errmsg(r));
+        } else if (!http_who_sees(who, f.call.ns ? f.call.ns : "", f.call.ns ? f.call.ns_len : 0)) {
+            continue; /* as if unknown */
         } else if (exp) {
+            visible++;
             status = cp_export_add(exp, &f.call, f.blob, &file, err, sizeof err);
             added++;
         } else {
+            visible++;
             if ((ncalls++ && cp_buf_putc(&calls, ',') != CP_OK) || http_call_json(&calls, &f.call) != CP_OK) {
                 status = CP_ENOMEM;
             } else if (f.blob) {
@@ -94,6 +104,12 @@ static void build_tree_or_export(cp_http *h, const cp_call_ref *refs, size_t n, 
         }
     }
     http_pool_release(h, r, failed);
+    if (o->status == 200 && status == CP_OK && visible == 0) {
+        char id[CP_CALL_ID_MAX];
+        cp_call_id_format(&refs[0], id);
+        http_error(o, 404, "call_not_found", "no call with id %s", n == 1 ? id : "among the ids");
+        if (n == 1) http_error_field(o, "id", id);
+    }
     if (o->status == 200 && status == CP_OK && exp) status = cp_export_end(exp, &file, err, sizeof err);
     if (o->status != 200) {
         /* the error is set */
@@ -118,9 +134,9 @@ static void build_tree_or_export(cp_http *h, const cp_call_ref *refs, size_t n, 
     cp_tree_free(tree);
 }
 
-static void build_tree(cp_http *h, const cp_call_ref *refs, size_t n, http_out *o)
+static void build_tree(cp_http *h, const http_who *who, const cp_call_ref *refs, size_t n, http_out *o)
 {
-    build_tree_or_export(h, refs, n, NULL, 0, o);
+    build_tree_or_export(h, who, refs, n, NULL, 0, o);
 }
 
 /* format=trcbin|trcxml (required): 0 or 1, or -1 with the 400 set. */
@@ -133,14 +149,14 @@ static int export_format(const http_args *a, http_out *o)
     return -1;
 }
 
-static void export_refs(cp_http *h, const cp_call_ref *refs, size_t n, int xml, http_out *o)
+static void export_refs(cp_http *h, const http_who *who, const cp_call_ref *refs, size_t n, int xml, http_out *o)
 {
     cp_export *exp = cp_export_new(xml);
     if (!exp) {
         http_oom(o);
         return;
     }
-    build_tree_or_export(h, refs, n, exp, xml, o);
+    build_tree_or_export(h, who, refs, n, exp, xml, o);
     cp_export_free(exp);
 }
 
@@ -176,7 +192,7 @@ void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out
     cp_call_ref ref;
     memset(&ref, 0, sizeof ref);
     if (http_check_args(a, NULL, o) || parse_one(id, strlen(id), NULL, &ref, o)) return;
-    build_tree(h, &ref, 1, o);
+    build_tree(h, a->who, &ref, 1, o);
 }
 
 /* The ids parameter: the refs (deduplicated, malloc'ed), or -1 with the 400 set. */
@@ -223,7 +239,7 @@ void http_api_tree_get(cp_http *h, const http_args *a, http_out *o)
     cp_call_ref *refs;
     size_t n;
     if (http_check_args(a, tree_params, o) || parse_ids(h, a, &refs, &n, o)) return;
-    build_tree(h, refs, n, o);
+    build_tree(h, a->who, refs, n, o);
     free(refs);
 }
 
@@ -246,7 +262,7 @@ void http_api_tree_export(cp_http *h, const http_args *a, const cp_buf *body, in
         free(refs);
         return;
     }
-    export_refs(h, refs, n, xml, o);
+    export_refs(h, a->who, refs, n, xml, o);
     free(refs);
 }
 
@@ -259,7 +275,7 @@ void http_api_call_export(cp_http *h, const http_args *a, const char *id, http_o
     int xml;
     if (http_check_args(a, params, o) || (xml = export_format(a, o)) < 0 || parse_one(id, strlen(id), NULL, &ref, o))
         return;
-    export_refs(h, &ref, 1, xml, o);
+    export_refs(h, a->who, &ref, 1, xml, o);
 }
 
 /* {"ids":[string,...]}: the refs (deduplicated), or -1 with the error set. */
@@ -306,13 +322,14 @@ void http_api_tree_post(cp_http *h, const http_args *a, const cp_buf *body, int 
     }
     cp_call_ref *refs;
     size_t n;
-    if (parse_body(h, body, &refs, &n, o) == 0) build_tree(h, refs, n, o);
+    if (parse_body(h, body, &refs, &n, o) == 0) build_tree(h, a->who, refs, n, o);
     free(refs);
 }
 
 /* ---- GET /calls/{id}/trace ---------------------------------------------------------------- */
 
 typedef struct trace_ctx {
+    const http_who *who;
     cp_buf *out;
     int status;
     char err[256];
@@ -322,6 +339,7 @@ typedef struct trace_ctx {
 static int trace_call(void *ud, const cp_call *c)
 {
     trace_ctx *t = ud;
+    if (!http_who_sees(t->who, c->ns ? c->ns : "", c->ns ? c->ns_len : 0)) return 0; /* stays "not called": 404 */
     if (!c->trace) {
         snprintf(t->reason, sizeof t->reason, "%s", c->trace_reason ? c->trace_reason : "trace_not_found");
         t->status = CP_ENOTFOUND;
@@ -341,6 +359,7 @@ void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_ou
     trace_ctx t;
     memset(&t, 0, sizeof t);
     t.out = &o->body;
+    t.who = a->who;
     t.status = -100; /* "not called" */
     cp_reader *r;
     if (http_reader_take(h, o, &r)) return;

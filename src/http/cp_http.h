@@ -13,6 +13,7 @@
 #include "store/cp_catalog.h"
 #include "store/cp_dumps.h"
 #include "store/cp_hot.h"
+#include "http/cp_auth.h"
 
 #include <stdint.h>
 
@@ -68,6 +69,38 @@ typedef struct cp_http_config {
     void *state_ud;
     void (*log)(void *ud, int level, const char *msg); /* may be called from any HTTP thread */
     void *log_ud;
+    /* --auth oidc (auth_oidc.c, README "Security"): the provider's issuer URL (discovery at
+     * <issuer>/.well-known/openid-configuration; https, or http on a loopback address), the
+     * UI's client id and the file holding its secret (NULL: a public client, PKCE only),
+     * the audience bearer tokens must name (NULL = the client id), the claim holding roles
+     * and groups (a dotted path like realm_access.roles; NULL = none), the claim naming the
+     * user (NULL = preferred_username, then email, then sub), the scopes the UI's login asks
+     * for (NULL = "openid profile email") and the server's external base URL for the
+     * redirect URI <public_url>/auth/callback (NULL = from the Host header, loopback only). */
+    const char *oidc_issuer;
+    const char *oidc_client_id;
+    const char *oidc_client_secret_file;
+    const char *oidc_audience;
+    const char *oidc_roles_claim;
+    const char *oidc_user_claim;
+    const char *oidc_scopes;
+    const char *public_url;
+    /* Login and access (issue 17, cp_auth.h, auth.c, README "Security"). */
+    cp_auth_mode auth_mode;        /* default CP_AUTH_NONE */
+    const char *auth_users_file;   /* --auth basic: htpasswd ($2y$/$2b$/$6$), reloaded on change */
+    const char *auth_groups_file;  /* Apache group file "group: user1 user2"; NULL = none */
+    const char *const *auth_ns_rules; /* --auth-namespaces values "NAME=ns1,ns2" */
+    size_t nauth_ns_rules;
+    const char *upload_token_file; /* a bearer token for /diagnostic/... and /api/v1/import; NULL = none */
+    /* HTTPS (libmicrohttpd with GnuTLS): both PEM files, or neither for plain HTTP. With
+     * tls_client_ca the server asks for (does not require) a client certificate: one that
+     * chains to it is an upload credential. */
+    const char *tls_cert_file;
+    const char *tls_key_file;
+    const char *tls_client_ca_file;
+    /* Prometheus counters (common/cp_metrics.h) the HTTP server adds to and /metrics
+     * prints; NULL = /metrics answers with the HTTP counters only. */
+    struct cp_metrics *metrics;
 } cp_http_config;
 
 void cp_http_config_default(cp_http_config *cfg);

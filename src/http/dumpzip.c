@@ -237,6 +237,7 @@ static int legacy_filter(const http_args *a, cp_dump_filter *f, http_out *o)
         return -1;
     }
     f->ns = http_arg_get(a, "namespace")->val;
+    http_who_dump_scope(a->who, f); /* only the asker's namespaces (auth.c) */
     const http_arg *svc = http_arg_get(a, "service"), *pod = http_arg_get(a, "podName");
     f->service = svc && svc->vlen ? svc->val : NULL;
     f->pod = pod && pod->vlen ? pod->val : NULL;

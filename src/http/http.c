@@ -428,6 +428,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (!rq) return;
     if (rq->up) http_diag_free(rq->up); /* an upload cut off is dropped here */
     if (rq->imp) http_import_free(rq->imp); /* an import cut off stops at its next chunk */
+    http_auth_done(rq);
     cp_buf_free(&rq->body);
     free(rq->raw_url);
     free(rq);
@@ -511,6 +512,7 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
             allowed = M_GET;
     } else if (n == 1) {
         if (!strcmp(p[0], "health")) allowed = M_GET;
+        else if (!strcmp(p[0], "me")) allowed = M_GET;
         else if (!strcmp(p[0], "time")) allowed = M_GET;
         else if (!strcmp(p[0], "config")) allowed = M_GET;
         else if (!strcmp(p[0], "services")) allowed = M_GET;
@@ -548,6 +550,7 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
     }
     if (n == 1) {
         if (!strcmp(p[0], "health")) http_api_health(h, a, o);
+        else if (!strcmp(p[0], "me")) http_api_me(h, a, o);
         else if (!strcmp(p[0], "time")) http_api_time(h, a, o);
         else if (!strcmp(p[0], "config")) http_api_config(h, a, o);
         else if (!strcmp(p[0], "services")) http_api_services(h, a, o);
@@ -631,6 +634,7 @@ static enum MHD_Result send_out(cp_http *h, struct MHD_Connection *conn, const c
         safe_text(what);
         http_log(h, HTTP_LOG_WARN, "http: %s -> %u", what, o->status);
     }
+    http_metrics_request(h, url, o->status); /* every answer passes here */
     enum MHD_Result ret = MHD_queue_response(conn, o->status, r);
     MHD_destroy_response(r);
     out_free(o);
@@ -657,7 +661,7 @@ static enum MHD_Result on_diag(cp_http *h, struct MHD_Connection *conn, const ch
     if (!rq->diag) { /* headers only */
         rq->diag = 1;
         out_init(&o);
-        if (http_diag_begin(h, conn, rq->raw_url, method, &rq->up, &o) == 0) return MHD_YES;
+        if (http_diag_begin(h, conn, rq->raw_url, method, rq->who, &rq->up, &o) == 0) return MHD_YES;
         return send_out(h, conn, method, url, &o);
     }
     if (*upload_data_size) {
@@ -682,6 +686,7 @@ static enum MHD_Result on_import(cp_http *h, struct MHD_Connection *conn, const 
         http_args args;
         memset(&args, 0, sizeof args);
         MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        args.who = rq->who;
         if (http_import_begin(h, conn, &args, &rq->imp, &o) == 0) return MHD_YES;
         return send_out(h, conn, method, url, &o);
     }
@@ -709,7 +714,9 @@ static enum MHD_Result answer(cp_http *h, struct MHD_Connection *conn, const cha
     http_out o;
     out_init(&o);
     int m = method_bit(method);
-    if (http_ui_path(url)) {
+    if (!strcmp(url, "/metrics")) { /* Prometheus, open like /api/v1/health (metrics_http.c) */
+        http_metrics_serve(h, method, &o);
+    } else if (http_ui_path(url)) {
         http_ui_serve(conn, url, method, &o);
     } else if (!m) {
         http_error(&o, 405, "method_not_allowed", "method not allowed");
@@ -718,6 +725,7 @@ static enum MHD_Result answer(cp_http *h, struct MHD_Connection *conn, const cha
         http_args args;
         memset(&args, 0, sizeof args);
         MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        args.who = rq->who;
         route(h, conn, url, m, &args, rq, &o);
     }
     return send_out(h, conn, method, url, &o);
@@ -739,6 +747,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         out_init(&o);
         /* answered now, MHD reads no body and closes the connection after the answer */
         if (http_guard_check(h, conn, method, &o) != 0) return send_out(h, conn, method, url, &o);
+        /* who asks, and may they (auth.c); nothing to do with --auth none */
+        if (h->auth && http_auth_check(h, conn, url, method, rq, &o) != 0) return send_out(h, conn, method, url, &o);
     }
     if (rq->diag || (!rq->seen && is_diag_path(url)))
         return on_diag(h, conn, method, url, upload_data, upload_data_size, rq);
@@ -886,9 +896,14 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
     }
     pthread_mutex_init(&h->imports_mu, NULL);
     pthread_mutex_init(&h->streams_mu, NULL);
+    http_metrics_init(h); /* the first answers count */
     unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME |
                      (ipv6 ? MHD_USE_IPv6 : 0);
-    h->daemon = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, h,
+    /* login and upload credentials (auth.c), then HTTPS (MHD's GnuTLS, PEM text in memory) */
+    struct MHD_OptionItem tls[4] = {{MHD_OPTION_END, 0, NULL}};
+    st = http_auth_start(h, err, errlen);
+    if (st == CP_OK) st = http_tls_options(h, tls, &flags, err, errlen);
+    h->daemon = st != CP_OK ? NULL : MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, h,
                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h, /* first: MHD wants it so */
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                                  MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cfg->threads,
@@ -903,10 +918,16 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
                                  MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
                                  MHD_OPTION_NOTIFY_CONNECTION, http_guard_notify, h,
+                                 MHD_OPTION_ARRAY, tls,
                                  MHD_OPTION_END);
     if (!h->daemon) {
-        snprintf(err, errlen, "http: cannot listen on %s:%d: %s", cfg->host ? cfg->host : "0.0.0.0", cfg->port,
-                 strerror(errno));
+        if (st == CP_OK)
+            snprintf(err, errlen, "http: cannot listen on %s:%d: %s%s", cfg->host ? cfg->host : "0.0.0.0", cfg->port,
+                     strerror(errno), cfg->tls_cert_file ? " (or the HTTPS certificate and key are not usable)" : "");
+        st = st != CP_OK ? st : CP_EIO;
+        http_auth_stop(h);
+        http_tls_free(h);
+        http_metrics_free(h);
         jobs_stop(&h->jobs);
         jobs_free(&h->jobs);
         jobs_stop(&h->queries);
@@ -918,7 +939,7 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         http_guard_stop(h);
         pool_free(&h->pool);
         free(h);
-        return CP_EIO;
+        return st;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : cfg->port;
@@ -942,6 +963,9 @@ void cp_http_stop(cp_http *h)
     http_imports_stop(h); /* imports likewise */
     MHD_stop_daemon(h->daemon); /* joins the threads; pending responses are freed */
     http_guard_stop(h);         /* every connection has left it */
+    http_auth_stop(h);
+    http_tls_free(h);
+    http_metrics_free(h);
     jobs_free(&h->jobs);
     jobs_free(&h->queries);
     jobs_free(&h->imports);

@@ -6,6 +6,7 @@
 #ifndef CP_HTTP_INTERNAL_H
 #define CP_HTTP_INTERNAL_H
 
+#include "common/cp_metrics.h"
 #include "http/cp_http.h"
 #include "query/cp_query.h"
 #include "query/cp_rollup.h"
@@ -106,7 +107,28 @@ struct cp_http {
     size_t streams;               /* streamed queries queued or running */
     volatile int stopping;        /* the server is stopping: streamed queries cancel */
     http_guard guard;             /* slow clients, framing, cross-origin writes (guard.c) */
+    struct http_oidc *oidc;       /* --auth oidc: keys, token cache, sessions (auth_oidc.c) */
+    struct http_auth *auth;       /* login, roles, upload credentials (auth.c); NULL = --auth none
+                                   * and no upload token nor client CA: nothing to check */
+    char *tls_pem[3];             /* HTTPS: certificate, key, client CA (PEM text) while MHD runs */
+    cp_metrics *metrics;          /* cfg->metrics, or own_metrics (metrics_http.c); NULL if out of memory */
+    cp_metrics *own_metrics;
 };
+
+/* ---- metrics_http.c ------------------------------------------------------------------------ */
+
+struct http_out;
+/* At start: the registry /metrics prints (cfg->metrics, or one of its own); free: at stop. */
+void http_metrics_init(cp_http *h);
+void http_metrics_free(cp_http *h);
+/* The fixed route name of a (decoded) request path. */
+cp_m_route http_metrics_route(const char *url);
+/* An answer was queued (http.c's send_out). */
+void http_metrics_request(cp_http *h, const char *url, unsigned status);
+/* Body bytes of a /diagnostic upload arrived. */
+void http_metrics_upload(cp_http *h, size_t n);
+/* GET /metrics (open like /api/v1/health). */
+void http_metrics_serve(cp_http *h, const char *method, struct http_out *o);
 
 /* ---- guard.c --------------------------------------------------------------------------- */
 
@@ -166,6 +188,7 @@ typedef struct http_req {
     http_upload *up;      /* its state (upload.c); NULL before the first call */
     int import;           /* a POST /api/v1/import */
     http_import *imp;     /* its state (import.c); NULL when it answered at once */
+    struct http_who *who; /* who asks (auth.c); NULL = anyone (--auth none) */
 } http_req;
 
 /* ---- request arguments --------------------------------------------------------------- */
@@ -179,10 +202,43 @@ typedef struct http_args {
     http_arg a[HTTP_MAX_ARGS];
     size_t n;
     int too_many;            /* more than HTTP_MAX_ARGS were sent */
+    const struct http_who *who; /* who asks (auth.c); NULL = anyone (--auth none) */
 } http_args;
 
 /* The value of key (NULL if absent). */
 const http_arg *http_arg_get(const http_args *a, const char *key);
+
+/* ---- who asks (auth.c, cp_auth.h) ------------------------------------------------------- */
+
+/* A request's principal and its namespace set in the forms the readers take. */
+typedef struct http_who {
+    cp_principal p;
+    const char *ns_ptrs[CP_AUTH_MAX_NS]; /* p.ns as C strings (cp_dump_filter.ns_in) */
+    cp_name ns_names[CP_AUTH_MAX_NS];    /* p.ns as names, same order (cp_call_filter.ns_in) */
+} http_who;
+
+/* At start: reads the user, group, token and TLS files, builds the policy. CP_OK, or an
+ * error with a message in err. */
+int http_auth_start(cp_http *h, char *err, size_t errlen);
+void http_auth_stop(cp_http *h);
+struct http_out;
+/* The first call of a request (headers in): decides who asks (rq->who) and whether it may
+ * (by path and method). 0 to go on, or -1 with the answer (401, 403, 429, an /auth/ route)
+ * in o. Only called when h->auth is set. */
+int http_auth_check(cp_http *h, struct MHD_Connection *conn, const char *url, const char *method, http_req *rq,
+                    struct http_out *o);
+/* Frees rq->who. */
+void http_auth_done(http_req *rq);
+/* 1 if the asker may see namespace ns (len bytes). */
+int http_who_sees(const http_who *w, const char *ns, size_t len);
+/* Limits f to the asker's namespaces (f->ns_in then points into w). */
+void http_who_dump_scope(const http_who *w, cp_dump_filter *f);
+/* GET /api/v1/me */
+void http_api_me(cp_http *h, const http_args *a, struct http_out *o);
+/* HTTPS: reads cfg's PEM files into h->tls_pem and fills opts (MHD_OPTION_ARRAY items, END
+ * terminated; only END without TLS) and adds MHD_USE_TLS to *flags. CP_OK or an error. */
+int http_tls_options(cp_http *h, struct MHD_OptionItem opts[4], unsigned *flags, char *err, size_t errlen);
+void http_tls_free(cp_http *h);
 
 /* ---- the response ------------------------------------------------------------------------ */
 
@@ -290,6 +346,11 @@ typedef struct http_query {
      * reader skips cold files by the inverted index with them */
     cp_cold_param params[8];
     size_t nparams;
+    /* the asker's namespaces (auth.c), copied: a streamed query outlives its request */
+    int ns_limited;
+    cp_name *ns_in;                     /* sorted (cp_name_cmp); names point into ns_in_text */
+    size_t nns_in;
+    char *ns_in_text;
 } http_query;
 
 /* Parses from, to, namespace, service, pod, pods, duration, method, q, error and (per flags)
@@ -362,7 +423,7 @@ void http_ui_serve(struct MHD_Connection *conn, const char *url, const char *met
  * again then and answers). free: the request is over (an upload not finished is dropped,
  * leaving nothing). */
 int http_diag_begin(cp_http *h, struct MHD_Connection *conn, const char *raw_url, const char *method,
-                    http_upload **out, http_out *o);
+                    const http_who *who, http_upload **out, http_out *o);
 void http_diag_data(http_upload *u, const char *p, size_t n);
 int http_diag_finish(cp_http *h, http_upload *u, http_out *o);
 void http_diag_free(http_upload *u);

@@ -299,6 +299,30 @@ static int get_cursor(cp_http *h, const http_args *a, http_query *q, http_out *o
     return 0;
 }
 
+/* Copies the asker's namespace set into q (auth.c): -1 with a 503 when out of memory. */
+static int copy_scope(const http_args *a, http_query *q, http_out *o)
+{
+    const http_who *w = a->who;
+    if (!w || w->p.all_namespaces) return 0;
+    q->ns_limited = 1;
+    if (!w->p.nns) return 0;
+    size_t bytes = 0;
+    for (size_t i = 0; i < w->p.nns; i++) bytes += w->ns_names[i].len;
+    q->ns_in = malloc(w->p.nns * sizeof *q->ns_in);
+    q->ns_in_text = malloc(bytes ? bytes : 1);
+    if (!q->ns_in || !q->ns_in_text) {
+        http_oom(o);
+        return -1;
+    }
+    for (size_t i = 0, at = 0; i < w->p.nns; i++) {
+        memcpy(q->ns_in_text + at, w->ns_names[i].p, w->ns_names[i].len);
+        q->ns_in[i] = (cp_name){q->ns_in_text + at, w->ns_names[i].len};
+        at += w->ns_names[i].len;
+    }
+    q->nns_in = w->p.nns;
+    return 0;
+}
+
 int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query *q, http_out *o)
 {
     memset(q, 0, sizeof *q);
@@ -306,6 +330,7 @@ int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query 
     q->desc = 1;
     q->limit = 100 < h->cfg->max_limit ? 100 : h->cfg->max_limit;
     q->columns = 1000;
+    if (copy_scope(a, q, o) != 0) return -1;
     if (http_parse_window(h, a, &q->from_ms, &q->to_ms, o) != 0) return -1;
     if (get_text(a, "namespace", HTTP_MAX_NAME_BYTES, &q->ns, o) || get_text(a, "service", HTTP_MAX_NAME_BYTES, &q->service, o) ||
         get_text(a, "pod", HTTP_MAX_NAME_BYTES, &q->pod, o) || get_text(a, "method", HTTP_MAX_NAME_BYTES, &q->method, o) ||
@@ -351,6 +376,8 @@ void http_query_free(http_query *q)
     free(q->method);
     free(q->pods_text);
     free(q->pods);
+    free(q->ns_in);
+    free(q->ns_in_text);
     cp_search_free(q->search);
     memset(q, 0, sizeof *q);
 }
@@ -374,6 +401,9 @@ void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f)
     f->from_ms = q->from_ms;
     f->to_ms = q->to_ms;
     f->ns = q->ns;
+    f->ns_limited = q->ns_limited;
+    f->ns_in = q->ns_in;
+    f->nns_in = q->nns_in;
     f->service = q->service;
     f->pod = q->pod;
     f->min_duration_ms = q->dur.min_ms;

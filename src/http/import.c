@@ -268,6 +268,12 @@ int http_import_begin(cp_http *h, struct MHD_Connection *conn, const http_args *
 {
     *out = NULL;
     if (http_check_args(a, import_params, o)) return -1;
+    /* a user limited to some namespaces imports into one of them, named (auth.c) */
+    const http_arg *nsa = http_arg_get(a, "namespace");
+    if (a->who && !a->who->p.all_namespaces && (!nsa || !nsa->vlen || !http_who_sees(a->who, nsa->val, nsa->vlen))) {
+        http_error(o, 403, "forbidden", "name one of your namespaces in 'namespace'");
+        return -1;
+    }
     if (!h->cfg->open_catalog) {
         http_error(o, 503, "imports_unavailable", "this server takes no imports (no writable catalog)");
         return -1;

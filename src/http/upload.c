@@ -206,6 +206,7 @@ static int is_multipart(const char *ct)
 
 void http_diag_data(http_upload *u, const char *p, size_t n)
 {
+    if (u) http_metrics_upload(u->h, n);
     if (!u || u->err_status) return; /* after an error the rest of the body is discarded */
     if (u->mp) {
         int st = cp_mp_feed(u->mp, p, n);
@@ -228,7 +229,7 @@ static int answer_now(http_upload *u, http_out *o)
 }
 
 int http_diag_begin(cp_http *h, struct MHD_Connection *conn, const char *raw_url, const char *method,
-                    http_upload **out, http_out *o)
+                    const http_who *who, http_upload **out, http_out *o)
 {
     *out = NULL;
     http_upload *u = calloc(1, sizeof *u);
@@ -253,6 +254,11 @@ int http_diag_begin(cp_http *h, struct MHD_Connection *conn, const char *raw_url
     size_t plen = strcspn(path, "?#");
     if (cp_dump_path_parse(path, plen, &u->path, err, sizeof err) != CP_OK) {
         http_error(o, 400, "bad_path", "bad upload path: %s", err);
+        return 1;
+    }
+    /* a logged-in operator uploads (and deletes) only in its namespaces (auth.c) */
+    if (!http_who_sees(who, u->path.ns, strlen(u->path.ns))) {
+        http_error(o, 403, "forbidden", "namespace '%s' is not one of yours", u->path.ns);
         return 1;
     }
     if (is_blacklisted(h, u->path.ns)) {

@@ -8,6 +8,8 @@
  */
 #include "server_internal.h"
 
+#include "common/cp_metrics.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +68,9 @@ static int io_emit(void *ud, const cp_call *call)
 {
     cp_conn *c = ud;
     cp_server *s = c->srv;
+    cp_metrics_inc(s->cfg->metrics, CP_M_CALLS_ASSEMBLED, 0);
     if (cp_catalog_call_put(s->catalog, call) != CP_OK) {
+        cp_metrics_inc(s->cfg->metrics, CP_M_CALLS_STORE_FAILURES, 0);
         /* the raw log keeps the call's bytes: the restart stays incomplete and recovery
          * stores it later; one bad row must not stop the others */
         c->hot_lost = 1;
@@ -77,6 +81,8 @@ static int io_emit(void *ud, const cp_call *call)
     }
     c->txn_gen = s->txn_gen; /* if this transaction fails, the connection's calls need recovery */
     s->calls_stored++;
+    /* stored once the transaction commits (cp_srv_calls_committed) */
+    cp_metrics_gauge_add(s->cfg->metrics, CP_M_HOT_QUEUE, CP_M_HOT_TRANSACTION, 1);
     return 0;
 }
 
@@ -169,12 +175,14 @@ static void on_asm_timer(uv_timer_t *t)
     cp_server *s = t->data;
     uint64_t now = uv_now(&s->loop);
     prepare_windows(s, now);
+    size_t waiting = 0; /* the hot-queue gauge's "assembly" series */
     for (cp_conn *c = s->conns; c; c = c->next) {
         tail_release_quiet(c, now);
         if (!c->asm_ || !cp_asm_pending(c->asm_)) continue;
-        if (cp_asm_next_deadline(c->asm_) > (int64_t)now) continue;
-        cp_srv_asm_pump(c);
+        if (cp_asm_next_deadline(c->asm_) <= (int64_t)now) cp_srv_asm_pump(c);
+        if (c->asm_) waiting += cp_asm_pending(c->asm_);
     }
+    cp_metrics_set(s->cfg->metrics, CP_M_HOT_QUEUE, CP_M_HOT_ASSEMBLY, (int64_t)waiting);
 }
 
 void cp_srv_asm_timer_start(cp_server *s)

@@ -2,6 +2,7 @@
  * timer, then retention, on a thread of its own with its own catalog connection, so the
  * agent loop never waits for Parquet writing or uploads. */
 #include "server/cp_server.h"
+#include "common/cp_metrics.h"
 #include "query/cp_query.h"
 #include "store/cp_catalog.h"
 #include "store/cp_cold.h"
@@ -46,7 +47,12 @@ static void run_once(cp_coldtask *t)
                               .idle = t->cfg.idle_methods ? t->cfg.idle_methods : cp_system_idle_default,
                               .nidle = t->cfg.idle_methods ? t->cfg.nidle_methods : cp_system_idle_default_count};
     cp_compact_stats st;
-    if (cp_compact_run(&cc, now - t->cfg.delay_ms, now, 0, &st, err, sizeof err) != CP_OK && !t->stop) {
+    memset(&st, 0, sizeof st);
+    int rc = cp_compact_run(&cc, now - t->cfg.delay_ms, now, 0, &st, err, sizeof err);
+    cp_metrics_inc(t->cfg.metrics, CP_M_COMPACTION_RUNS, 0);
+    cp_metrics_add(t->cfg.metrics, CP_M_COMPACTION_CALLS, 0, st.calls);
+    if (rc != CP_OK && !t->stop) {
+        cp_metrics_inc(t->cfg.metrics, CP_M_COMPACTION_FAILURES, 0);
         char line[1100];
         snprintf(line, sizeof line, "compaction failed (retried at the next run): %s", err);
         logf_(t, CP_LOG_ERROR, line);

@@ -10,8 +10,16 @@
  * Close: finalize files -> (sync batch if anything is unsynced) -> flush replies ->
  * uv_shutdown -> read and discard until the peer closes (bounded by the sweep) ->
  * uv_close -> free. A connection in a sync batch is never freed; see conn_release.
+ *
+ * TLS (a connection of the TLS port, tls.c): what is read is fed to its cp_tls and the
+ * plaintext that comes out is `input` as above; replies are sealed from c->out into
+ * c->tls_out, which is what goes to the socket. The handshake must end within its
+ * deadline and byte budget; a failed one is logged and closed (its alert sent).
  */
 #include "server_internal.h"
+
+#include "common/cp_metrics.h"
+#include "common/cp_tls.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -45,7 +53,7 @@ static void update_reading(cp_conn *c)
     int want;
     if (c->closed || c->eof) want = 0;
     else if (c->state == CONN_CLOSING) want = c->shut == 2;
-    else want = c->write_queued + c->out.len <= CP_SRV_WRITE_HIGH && c->in.len <= CP_SRV_STASH_HIGH;
+    else want = c->write_queued + c->out.len + c->tls_out.len <= CP_SRV_WRITE_HIGH && c->in.len <= CP_SRV_STASH_HIGH;
     if (want && !c->reading) {
         if (uv_read_start(stream_of(c), alloc_cb, read_cb) == 0) c->reading = 1;
         else hard_close(c, "cannot read");
@@ -79,26 +87,47 @@ static void write_cb(uv_write_t *req, int status)
     update_reading(c);
 }
 
+/* TLS: the replies so far become records in c->tls_out, behind the handshake's. */
+static int tls_seal(cp_conn *c)
+{
+    if (c->out.len) {
+        int st = cp_tls_write(c->tls, c->out.data, c->out.len);
+        if (st == CP_OK) cp_buf_reset(&c->out);
+        else if (st != CP_AGAIN) { /* CP_AGAIN: no replies exist before the handshake is done */
+            hard_close(c, cp_tls_errmsg(c->tls));
+            return CP_EPROTO;
+        }
+    }
+    if (cp_tls_take(c->tls, &c->tls_out) != CP_OK) {
+        hard_close(c, "out of memory for replies");
+        return CP_ENOMEM;
+    }
+    return CP_OK;
+}
+
 void cp_conn_flush(cp_conn *c)
 {
-    if (c->closed || c->writing || c->out.len == 0) return;
-    uv_buf_t b = uv_buf_init((char *)c->out.data, (unsigned)c->out.len);
+    if (c->closed || c->writing) return;
+    if (c->tls && tls_seal(c) != CP_OK) return;
+    cp_buf *o = c->tls ? &c->tls_out : &c->out; /* what goes to the socket */
+    if (o->len == 0) return;
+    uv_buf_t b = uv_buf_init((char *)o->data, (unsigned)o->len);
     int r = uv_try_write(stream_of(c), &b, 1);
     if (r == UV_EAGAIN || r == UV_ENOSYS) r = 0;
     if (r < 0) {
         hard_close(c, uv_strerror(r));
         return;
     }
-    cp_buf_consume(&c->out, (size_t)r);
-    if (c->out.len) { /* the kernel is full: hand the rest to libuv in one owned buffer */
-        write_req *w = malloc(sizeof *w + c->out.len);
+    cp_buf_consume(o, (size_t)r);
+    if (o->len) { /* the kernel is full: hand the rest to libuv in one owned buffer */
+        write_req *w = malloc(sizeof *w + o->len);
         if (!w) {
             hard_close(c, "out of memory for replies");
             return;
         }
         w->c = c;
-        w->len = c->out.len;
-        memcpy(w->data, c->out.data, w->len);
+        w->len = o->len;
+        memcpy(w->data, o->data, w->len);
         b = uv_buf_init((char *)w->data, (unsigned)w->len);
         r = uv_write(&w->req, stream_of(c), &b, 1, write_cb);
         if (r != 0) {
@@ -110,10 +139,30 @@ void cp_conn_flush(cp_conn *c)
         c->write_queued = w->len;
     }
     cp_buf_free(&c->out); /* idle connections hold no output buffer */
+    cp_buf_free(&c->tls_out);
     update_reading(c);
 }
 
 /* ---- input -------------------------------------------------------------------------------- */
+
+/* cloudprof_agent_commands_total / _received_bytes_total of one handled command. */
+static void count_command(cp_server *s, int type, size_t bytes)
+{
+    int k;
+    switch (type) {
+    case CP_CMD_HANDSHAKE: k = CP_M_CMD_HANDSHAKE; break;
+    case CP_CMD_VERSION_LEGACY: k = CP_M_CMD_VERSION; break;
+    case CP_CMD_INIT: k = CP_M_CMD_INIT; break;
+    case CP_CMD_INIT_LEGACY: k = CP_M_CMD_INIT_LEGACY; break;
+    case CP_CMD_DATA: k = CP_M_CMD_DATA; break;
+    case CP_CMD_ACK_FLUSH: k = CP_M_CMD_ACK_FLUSH; break;
+    case CP_CMD_REPORT: k = CP_M_CMD_REPORT; break;
+    case CP_CMD_CLOSE: k = CP_M_CMD_CLOSE; break;
+    default: return;
+    }
+    cp_metrics_inc(s->cfg->metrics, CP_M_AGENT_COMMANDS, (size_t)k);
+    cp_metrics_add(s->cfg->metrics, CP_M_AGENT_RECEIVED_BYTES, (size_t)k, bytes);
+}
 
 /* Parses and handles complete commands from p[0..n) while the connection is active.
  * Returns the bytes consumed. */
@@ -129,7 +178,13 @@ static size_t process(cp_conn *c, const uint8_t *p, size_t n)
             cp_conn_fail(c, "%s (command byte 0x%02x)", cp_wire_strerror(st), p[off]);
             break;
         }
-        if (cp_proto_handle(c, &cmd) == CP_PROTO_RETRY) break;
+        if (c->tls_ns && !c->identified && (cmd.type == CP_CMD_HANDSHAKE || cmd.type == CP_CMD_INIT_LEGACY) &&
+            !cp_srv_tls_ns_ok(c, cmd.type == CP_CMD_HANDSHAKE ? cmd.u.hs.ns : cmd.u.init.ns)) {
+            cp_conn_fail(c, "namespace not allowed by the client certificate");
+            break;
+        }
+        if (cp_proto_handle(c, &cmd) == CP_PROTO_RETRY) break; /* parsed again later: counted then */
+        count_command(c->srv, cmd.type, used);
         off += used;
     }
     return off;
@@ -169,22 +224,73 @@ static void input(cp_conn *c, const uint8_t *p, size_t n)
     if (c->in.len == 0) cp_buf_free(&c->in);
 }
 
+/* The peer closed its side (err: UV_EOF, a socket error, or a TLS close_notify). */
+static void peer_gone(cp_conn *c, int err)
+{
+    c->eof = 1;
+    update_reading(c);
+    if (c->state == CONN_CLOSING) hard_close(c, NULL); /* drained: the peer is gone */
+    else if (c->state == CONN_ACTIVE)
+        cp_conn_close(c, err != UV_EOF ? uv_strerror(err) : c->in.len ? "peer closed mid-command" : "peer closed");
+    /* CONN_WAIT_SYNC: handled when the sync is done (stashed commands come first) */
+}
+
+/* A TLS handshake failed, stalled or presented a refused certificate (metrics). */
+static void tls_refused(cp_conn *c)
+{
+    cp_metrics_inc(c->srv->cfg->metrics, CP_M_AGENT_CONNECTIONS_REFUSED, CP_M_REFUSE_TLS);
+}
+
+/* Ciphertext from a TLS connection: the handshake goes on inside cp_tls_read; each piece
+ * of plaintext it yields is input like a plain socket read. */
+static void tls_input(cp_conn *c, const uint8_t *p, size_t n)
+{
+    cp_server *s = c->srv;
+    if (!c->tls_ready && (c->tls_fed += n) > CP_SRV_TLS_HANDSHAKE_MAX) {
+        cp_srv_log(s, CP_LOG_WARN, "%s: TLS handshake refused: more than %d bytes", c->peer, CP_SRV_TLS_HANDSHAKE_MAX);
+        tls_refused(c);
+        hard_close(c, NULL);
+        return;
+    }
+    if (cp_tls_feed(c->tls, p, n) != CP_OK) {
+        hard_close(c, "out of memory for TLS input");
+        return;
+    }
+    while (!c->closed && c->state != CONN_CLOSING) {
+        long k = cp_tls_read(c->tls, s->tls_buf, CP_SRV_READ_BUF);
+        if (!c->tls_ready && cp_tls_done(c->tls) && cp_srv_tls_ready(c) != CP_OK) {
+            tls_refused(c);
+            cp_conn_close(c, "TLS client certificate refused");
+            return;
+        }
+        if (k == 0) return;
+        if (k == CP_TLS_CLOSED) {
+            peer_gone(c, UV_EOF);
+            return;
+        }
+        if (k < 0) {
+            cp_srv_log(s, CP_LOG_WARN, "%s: %s: %s", c->peer, c->tls_ready ? "TLS error" : "TLS handshake failed",
+                       cp_tls_errmsg(c->tls));
+            if (!c->tls_ready) tls_refused(c);
+            cp_conn_close(c, c->tls_ready ? "TLS error" : "TLS handshake failed"); /* its alert goes first */
+            return;
+        }
+        input(c, s->tls_buf, (size_t)k);
+    }
+}
+
 static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
     cp_conn *c = st->data;
     if (nread == 0 || c->closed) return;
     if (nread < 0) {
-        c->eof = 1;
-        update_reading(c);
-        if (c->state == CONN_CLOSING) hard_close(c, NULL); /* drained: the peer is gone */
-        else if (c->state == CONN_ACTIVE)
-            cp_conn_close(c, nread != UV_EOF ? uv_strerror((int)nread) : c->in.len ? "peer closed mid-command" : "peer closed");
-        /* CONN_WAIT_SYNC: handled when the sync is done (stashed commands come first) */
+        peer_gone(c, (int)nread);
         return;
     }
     c->last_io_ms = uv_now(&c->srv->loop);
     if (c->state == CONN_CLOSING) return; /* lingering: discard */
-    input(c, (const uint8_t *)buf->base, (size_t)nread);
+    if (c->tls) tls_input(c, (const uint8_t *)buf->base, (size_t)nread);
+    else input(c, (const uint8_t *)buf->base, (size_t)nread);
     cp_conn_flush(c);
     update_reading(c);
 }
@@ -231,11 +337,15 @@ static void conn_release(cp_conn *c)
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
     s->nconns--;
+    cp_metrics_set(s->cfg->metrics, CP_M_AGENT_CONNECTIONS_OPEN, 0, (int64_t)s->nconns);
     cp_srv_fd_budget(s);
     cp_rawlog_restart_free(&c->restart);
     cp_proto_free_ident(c);
     cp_buf_free(&c->in);
     cp_buf_free(&c->out);
+    cp_tls_free(c->tls);
+    cp_buf_free(&c->tls_out);
+    free(c->tls_ns);
     free(c);
     cp_srv_maybe_finish(s);
 }
@@ -276,6 +386,7 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
 /* Replies are flushed, then the write side is shut down once libuv has written them. */
 static void conn_shutdown(cp_conn *c)
 {
+    if (c->tls && !c->closed && tls_seal(c) == CP_OK) cp_tls_close_notify(c->tls); /* after the replies */
     cp_conn_flush(c);
     if (c->closed) return;
     uv_shutdown_t *req = malloc(sizeof *req);
@@ -323,6 +434,7 @@ void cp_conn_fail(cp_conn *c, const char *fmt, ...)
     cp_srv_log(c->srv, CP_LOG_WARN, "%s: pod %s: protocol error: %s; replying 0xFF", c->peer, pod_label(c), msg);
     uint8_t ff = CP_ACK_ERROR;
     cp_conn_reply(c, &ff, 1); /* after every earlier reply, so the agent's ack count stays right */
+    cp_metrics_inc(c->srv->cfg->metrics, CP_M_AGENT_ACKS, CP_M_ACK_ERROR);
     cp_conn_close(c, "protocol error");
 }
 
@@ -352,6 +464,7 @@ void cp_conn_sync_done(cp_conn *c, int err)
     if (c->sync_ack) {
         uint8_t ok = CP_ACK_OK;
         cp_conn_reply(c, &ok, 1);
+        cp_srv_ack_flushed(c);
     }
     resume(c);
 }
@@ -381,7 +494,7 @@ static void peer_name(cp_conn *c)
 
 static void free_unaccepted(uv_handle_t *h) { free(h->data); }
 
-void cp_conn_accept(cp_server *s)
+void cp_conn_accept(cp_server *s, uv_stream_t *listener, int tls)
 {
     cp_conn *c = calloc(1, sizeof *c);
     if (!c) {
@@ -391,7 +504,7 @@ void cp_conn_accept(cp_server *s)
     c->srv = s;
     uv_tcp_init(&s->loop, &c->tcp);
     c->tcp.data = c;
-    if (uv_accept((uv_stream_t *)&s->listener, stream_of(c)) != 0) {
+    if (uv_accept(listener, stream_of(c)) != 0) {
         uv_close((uv_handle_t *)&c->tcp, free_unaccepted);
         return;
     }
@@ -399,25 +512,35 @@ void cp_conn_accept(cp_server *s)
     if (s->conns) s->conns->prev = c;
     s->conns = c;
     s->nconns++;
+    cp_metrics_set(s->cfg->metrics, CP_M_AGENT_CONNECTIONS_OPEN, 0, (int64_t)s->nconns);
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) c->slots[i].last_seq = -1;
     c->accept_ms = cp_now_ms();
     c->last_io_ms = uv_now(&s->loop);
     peer_name(c);
     if (s->cfg->max_connections && s->nconns > s->cfg->max_connections) {
         cp_srv_log(s, CP_LOG_WARN, "%s: refused: %zu connections is the maximum", c->peer, (size_t)s->cfg->max_connections);
+        cp_metrics_inc(s->cfg->metrics, CP_M_AGENT_CONNECTIONS_REFUSED, CP_M_REFUSE_MAX_CONNECTIONS);
         c->state = CONN_CLOSING;
         hard_close(c, NULL);
         return;
     }
     if (!cp_srv_fd_budget(s)) { /* this socket leaves too few fds for the files and the reserve */
         cp_srv_fd_shortage(s, "fd reserve reached");
+        cp_metrics_inc(s->cfg->metrics, CP_M_AGENT_CONNECTIONS_REFUSED, CP_M_REFUSE_FDS);
         c->state = CONN_CLOSING;
         hard_close(c, NULL);
         return;
     }
+    if (tls && cp_srv_tls_start(c) != CP_OK) {
+        cp_srv_log(s, CP_LOG_ERROR, "%s: out of memory for a TLS session", c->peer);
+        c->state = CONN_CLOSING;
+        hard_close(c, NULL);
+        return;
+    }
+    cp_metrics_inc(s->cfg->metrics, CP_M_AGENT_CONNECTIONS_ACCEPTED, 0);
     uv_tcp_nodelay(&c->tcp, 1); /* acks are single bytes: never hold them back */
     uv_tcp_keepalive(&c->tcp, 1, 60);
-    cp_srv_log(s, CP_LOG_DEBUG, "%s: connection accepted", c->peer);
+    cp_srv_log(s, CP_LOG_DEBUG, "%s: connection accepted%s", c->peer, tls ? " (TLS)" : "");
     update_reading(c);
 }
 
@@ -426,6 +549,13 @@ void cp_conn_sweep(cp_conn *c, uint64_t now)
     if (c->closed || c->in_batch) return;
     if (c->state == CONN_CLOSING) {
         if (now - c->closing_since >= CP_SRV_LINGER_MS) hard_close(c, NULL);
+        return;
+    }
+    if (c->tls && !c->tls_ready && now >= c->tls_deadline) { /* a stalled or trickling handshake */
+        cp_srv_log(c->srv, CP_LOG_WARN, "%s: TLS handshake not done within %u ms: closed", c->peer,
+                   (unsigned)c->srv->cfg->tls_handshake_ms);
+        tls_refused(c);
+        hard_close(c, NULL);
         return;
     }
     uint32_t idle = c->srv->cfg->idle_timeout_ms;

@@ -16,12 +16,27 @@
 
 enum { CP_LOG_ERROR = 0, CP_LOG_WARN = 1, CP_LOG_INFO = 2, CP_LOG_DEBUG = 3 };
 
+#define CP_SERVER_PORT_OFF (-1)
+/* Where a client certificate names its agent's namespace (--tls-namespace-from-cert):
+ * the subject's CN, its first OU, or the /ns/NAME segment of its first URI SAN (the
+ * SPIFFE form spiffe://DOMAIN/ns/NAME/sa/ACCOUNT). */
+enum { CP_TLS_NS_NONE = 0, CP_TLS_NS_CN, CP_TLS_NS_OU, CP_TLS_NS_SAN_URI };
+
 /* Receives one formatted line (no trailing newline). Called on the loop thread only. */
 typedef void (*cp_server_log_fn)(void *ud, int level, const char *msg);
 
 typedef struct cp_server_config {
     const char *host;                 /* bind address, default "0.0.0.0" (IPv6 if it has ':') */
-    int port;                         /* default 1715; 0 = ephemeral (see cp_server_port) */
+    int port;                         /* default 1715; 0 = ephemeral (see cp_server_port);
+                                       * CP_SERVER_PORT_OFF = no plain-text agent port */
+    /* Agents over TLS 1.2/1.3 (the same protocol; src/server/tls.c): */
+    int tls_port;                     /* CP_SERVER_PORT_OFF (default), 0 = ephemeral, or a port */
+    const char *tls_cert, *tls_key;   /* PEM chain (leaf first) and key; reloaded on SIGHUP */
+    const char *tls_client_ca;        /* PEM CA(s): agents must present a certificate they
+                                       * signed (mutual TLS); NULL = none asked for */
+    int tls_ns_from;                  /* CP_TLS_NS_*: the certificate names the only namespace
+                                       * its agent may send in its handshake */
+    uint32_t tls_handshake_ms;        /* a TLS handshake must be done within this (10000) */
     const char *data_dir;             /* default "./data" */
     const char *catalog;              /* catalog spec (cp_catalog_open); NULL = <data>/catalog.db */
     int64_t protocol_version;         /* handshake reply: 100605 (default) or 100705 */
@@ -58,6 +73,7 @@ typedef struct cp_server_config {
     cp_server_log_fn log;             /* NULL = silent */
     void *log_ud;
     int log_level;                    /* CP_LOG_*, default CP_LOG_INFO */
+    struct cp_metrics *metrics;       /* counters /metrics prints (common/cp_metrics.h); NULL = none */
 } cp_server_config;
 
 /* Fills the defaults above; rotation 3600000 ms / 2097152 bytes for the data streams and
@@ -67,12 +83,15 @@ void cp_server_config_default(cp_server_config *cfg);
 typedef struct cp_server cp_server;
 
 /* Raises RLIMIT_NOFILE, creates the data directory, opens <data>/catalog.db, binds and
- * listens, and installs the SIGINT/SIGTERM handlers (a signal that arrives before
+ * listens (and loads the TLS certificates, reloaded on SIGHUP when a TLS port is set),
+ * and installs the SIGINT/SIGTERM handlers (a signal that arrives before
  * cp_server_run stops the run gracefully). The config (and the strings it points to)
  * must outlive the server. On failure returns a negative status and err says why. */
 int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size_t errlen);
-/* The bound TCP port (the real one when cfg->port was 0). */
+/* The bound TCP port (the real one when cfg->port was 0; 0 when it is off). */
 int cp_server_port(const cp_server *s);
+/* The bound TLS port (0 when there is none). */
+int cp_server_tls_port(const cp_server *s);
 /* Runs the event loop until stopped (SIGINT/SIGTERM or cp_server_stop). Returns CP_OK. */
 int cp_server_run(cp_server *s);
 /* Graceful stop from the loop thread: stop accepting, finalize connections (sync and
@@ -119,6 +138,7 @@ typedef struct cp_coldtask_config {
     size_t nidle_methods;
     cp_server_log_fn log;             /* called from the task's thread */
     void *log_ud;
+    struct cp_metrics *metrics;       /* compaction runs and failures; NULL = none */
 } cp_coldtask_config;
 
 typedef struct cp_coldtask cp_coldtask;

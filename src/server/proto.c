@@ -7,10 +7,13 @@
  */
 #include "server_internal.h"
 
+#include "common/cp_metrics.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
 static const uint8_t ack_ok = CP_ACK_OK;
+_Static_assert(CP_STREAM_KIND_COUNT - CP_STREAM_TRACE == CP_M_STREAM_COUNT, "cp_metrics.c's stream kinds");
 
 /* ---- identification ------------------------------------------------------------------------ */
 
@@ -108,6 +111,7 @@ static int on_handshake(cp_conn *c, const cp_cmd *cmd)
     }
     if (is_blacklisted(c->srv, cmd->u.hs.ns)) {
         cp_conn_reply(c, reply, cp_wire_put_version(reply, CP_PROTOCOL_BLACKLISTED));
+        cp_metrics_inc(c->srv->cfg->metrics, CP_M_AGENT_CONNECTIONS_BLACKLISTED, 0);
         cp_srv_log(c->srv, CP_LOG_INFO, "%s: namespace %.*s is blacklisted", c->peer, (int)cmd->u.hs.ns.n,
                    (const char *)cmd->u.hs.ns.p);
         cp_conn_close(c, "blacklisted namespace");
@@ -168,7 +172,10 @@ static int on_init(cp_conn *c, const cp_cmd *cmd)
 {
     const cp_server_config *cfg = c->srv->cfg;
     if (cmd->type == CP_CMD_INIT_LEGACY && !c->identified) {
-        if (is_blacklisted(c->srv, cmd->u.init.ns)) return init_fail(c, "blacklisted namespace");
+        if (is_blacklisted(c->srv, cmd->u.init.ns)) {
+            cp_metrics_inc(c->srv->cfg->metrics, CP_M_AGENT_CONNECTIONS_BLACKLISTED, 0);
+            return init_fail(c, "blacklisted namespace");
+        }
         if (identify(c, cmd->u.init.ns, cmd->u.init.service, cmd->u.init.pod) != CP_OK)
             return init_fail(c, "cannot register the pod");
     }
@@ -295,14 +302,30 @@ static int on_data(cp_conn *c, const cp_cmd *cmd)
         return CP_PROTO_STOP;
     }
     cp_conn_reply(c, &ack_ok, 1);
+    cp_metrics_inc(c->srv->cfg->metrics, CP_M_AGENT_ACKS, CP_M_ACK_OK);
+    cp_metrics_add(c->srv->cfg->metrics, CP_M_AGENT_STREAM_BYTES, (size_t)f->kind - CP_STREAM_TRACE,
+                   cmd->u.data.payload.n);
     return CP_PROTO_NEXT;
 }
 
 /* ---- 0x11 REQUEST_ACK_FLUSH ------------------------------------------------------------------------ */
 
+/* The latency runs from the loop time of the read that brought the 0x11 (or, when it was
+ * stashed behind another sync, the last read before it was handled) to now: the 0x00
+ * leaves in this loop iteration. */
+void cp_srv_ack_flushed(cp_conn *c)
+{
+    cp_metrics *m = c->srv->cfg->metrics;
+    if (!m) return;
+    uint64_t now = uv_now(&c->srv->loop);
+    cp_metrics_inc(m, CP_M_AGENT_ACKS, CP_M_ACK_OK);
+    cp_metrics_observe(m, CP_M_AGENT_ACK_LATENCY, 0, now > c->flush_since ? (double)(now - c->flush_since) / 1000 : 0);
+}
+
 static int on_ack_flush(cp_conn *c, const cp_cmd *cmd)
 {
     if (!need_identified(c, cmd)) return CP_PROTO_STOP;
+    c->flush_since = c->last_io_ms;
     int64_t now = cp_now_ms();
     if (now - c->touched_ms >= CP_SRV_TOUCH_MS) {
         c->touched_ms = now;
@@ -311,6 +334,7 @@ static int on_ack_flush(cp_conn *c, const cp_cmd *cmd)
     }
     if (!cp_conn_has_unsynced(c)) { /* everything received is already durable */
         cp_conn_reply(c, &ack_ok, 1);
+        cp_srv_ack_flushed(c);
         return CP_PROTO_NEXT;
     }
     if (cp_sync_join(c, 1) != CP_OK) {

@@ -2,6 +2,8 @@
  * commit, sync batch submit), the idle sweep, signals, graceful stop, logging. */
 #include "server_internal.h"
 
+#include "common/cp_metrics.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,6 +23,8 @@ void cp_server_config_default(cp_server_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->host = "0.0.0.0";
     cfg->port = 1715;
+    cfg->tls_port = CP_SERVER_PORT_OFF;
+    cfg->tls_handshake_ms = 10000;
     cfg->data_dir = "./data";
     cfg->protocol_version = CP_PROTOCOL_V2;
     cfg->max_connections = 20000;
@@ -69,7 +73,7 @@ static void on_connection(uv_stream_t *l, int status)
         cp_srv_log(s, CP_LOG_ERROR, "accept: %s", uv_strerror(status));
         return;
     }
-    if (!s->stopping) cp_conn_accept(s);
+    if (!s->stopping) cp_conn_accept(s, l, l == (uv_stream_t *)&s->tls_listener);
 }
 
 /* Catalog writes (metadata, hot-tier calls) are committed at most every COMMIT_MS: a
@@ -92,10 +96,20 @@ void cp_srv_unlive(cp_server *s, uint64_t key)
  * closed (their restarts stay incomplete) and the recovery worker stores their calls
  * once the catalog takes writes again. Restarts whose connections ended in the
  * transaction leave the live registry now, whatever the outcome. */
+void cp_srv_calls_committed(cp_server *s, int ok)
+{
+    cp_metrics *m = s->cfg->metrics;
+    int64_t n = cp_metrics_get(m, CP_M_HOT_QUEUE, CP_M_HOT_TRANSACTION); /* only this thread writes it */
+    if (n <= 0) return;
+    cp_metrics_add(m, ok ? CP_M_CALLS_STORED : CP_M_CALLS_STORE_FAILURES, 0, (uint64_t)n);
+    cp_metrics_set(m, CP_M_HOT_QUEUE, CP_M_HOT_TRANSACTION, 0);
+}
+
 int cp_srv_commit(cp_server *s)
 {
     uint64_t gen = s->txn_gen++;
     int st = cp_catalog_commit(s->catalog);
+    cp_srv_calls_committed(s, st == CP_OK);
     if (st != CP_OK) {
         cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
         size_t closed = 0;
@@ -318,27 +332,28 @@ int cp_srv_fd_budget(cp_server *s)
     return s->files.open <= budget && budget >= CP_SRV_MIN_FILES;
 }
 
-static int bind_listener(cp_server *s, char *err, size_t errlen)
+/* Binds and listens on cfg->host:port (0 = ephemeral); *bound_port gets the real port. */
+static int bind_listener(cp_server *s, uv_tcp_t *l, int port, int *bound_port, char *err, size_t errlen)
 {
     const cp_server_config *cfg = s->cfg;
     struct sockaddr_storage addr;
-    int r = strchr(cfg->host, ':') ? uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6 *)&addr)
-                                    : uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in *)&addr);
+    int r = strchr(cfg->host, ':') ? uv_ip6_addr(cfg->host, port, (struct sockaddr_in6 *)&addr)
+                                    : uv_ip4_addr(cfg->host, port, (struct sockaddr_in *)&addr);
     if (r != 0) {
         snprintf(err, errlen, "bad listen address '%s': %s", cfg->host, uv_strerror(r));
         return CP_EINVAL;
     }
-    r = uv_tcp_bind(&s->listener, (struct sockaddr *)&addr, 0);
-    if (r == 0) r = uv_listen((uv_stream_t *)&s->listener, SOMAXCONN, on_connection);
+    r = uv_tcp_bind(l, (struct sockaddr *)&addr, 0);
+    if (r == 0) r = uv_listen((uv_stream_t *)l, SOMAXCONN, on_connection);
     if (r != 0) {
-        snprintf(err, errlen, "cannot listen on %s:%d: %s", cfg->host, cfg->port, uv_strerror(r));
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", cfg->host, port, uv_strerror(r));
         return CP_EIO;
     }
     struct sockaddr_storage bound;
     int len = sizeof bound;
-    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &len);
-    s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                                : ((struct sockaddr_in *)&bound)->sin_port);
+    uv_tcp_getsockname(l, (struct sockaddr *)&bound, &len);
+    *bound_port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                    : ((struct sockaddr_in *)&bound)->sin_port);
     return CP_OK;
 }
 
@@ -347,6 +362,10 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
     *out = NULL;
     if (cfg->protocol_version != CP_PROTOCOL_V2 && cfg->protocol_version != CP_PROTOCOL_V3) {
         snprintf(err, errlen, "protocol version must be %d or %d", CP_PROTOCOL_V2, CP_PROTOCOL_V3);
+        return CP_EINVAL;
+    }
+    if (cfg->port < 0 && cfg->tls_port < 0) {
+        snprintf(err, errlen, "no agent port: the plain port is off and no TLS port is set");
         return CP_EINVAL;
     }
     size_t nofile = raise_nofile(); /* each agent costs a socket; stream files share the fd cache */
@@ -372,13 +391,16 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
         free(s);
         return st;
     }
-    uv_tcp_init(&s->loop, &s->listener);
+    s->has_plain = cfg->port >= 0;
+    s->has_tls = cfg->tls_port >= 0;
+    if (s->has_plain) uv_tcp_init(&s->loop, &s->listener);
+    if (s->has_tls) uv_tcp_init(&s->loop, &s->tls_listener);
     uv_check_init(&s->loop, &s->check);
     uv_timer_init(&s->loop, &s->sweep);
     uv_timer_init(&s->loop, &s->asm_timer);
     uv_signal_init(&s->loop, &s->sigint);
     uv_signal_init(&s->loop, &s->sigterm);
-    s->listener.data = s->check.data = s->sweep.data = s->sigint.data = s->sigterm.data = s;
+    s->listener.data = s->tls_listener.data = s->check.data = s->sweep.data = s->sigint.data = s->sigterm.data = s;
     s->rbuf = malloc(CP_SRV_READ_BUF);
     if (!s->rbuf) {
         snprintf(err, errlen, "out of memory");
@@ -401,7 +423,9 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
     }
     if (st == CP_OK) s->fs_fd = open(cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* -1: no syncfs */
     if (st == CP_OK) check_disk(s); /* before the first agent */
-    if (st == CP_OK) st = bind_listener(s, err, errlen);
+    if (st == CP_OK && s->has_tls) st = cp_srv_tls_open(s, err, errlen); /* certificates before the port */
+    if (st == CP_OK && s->has_plain) st = bind_listener(s, &s->listener, cfg->port, &s->port, err, errlen);
+    if (st == CP_OK && s->has_tls) st = bind_listener(s, &s->tls_listener, cfg->tls_port, &s->tls_port, err, errlen);
     /* agents are accepted at once: what a crash left out of the hot tier is recovered
      * beside them, by the worker (recover.c) */
     if (st == CP_OK) st = cp_srv_recovery_start(s, err, errlen);
@@ -419,6 +443,7 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
 }
 
 int cp_server_port(const cp_server *s) { return s->port; }
+int cp_server_tls_port(const cp_server *s) { return s->tls_port; }
 
 int cp_server_run(cp_server *s)
 {
@@ -434,7 +459,8 @@ void cp_server_stop(cp_server *s)
 {
     if (s->stopping) return;
     s->stopping = 1;
-    uv_close((uv_handle_t *)&s->listener, NULL);
+    if (s->has_plain) uv_close((uv_handle_t *)&s->listener, NULL);
+    if (s->has_tls) uv_close((uv_handle_t *)&s->tls_listener, NULL);
     for (cp_conn *c = s->conns, *next; c; c = next) {
         next = c->next;
         cp_conn_close(c, "server stopping");
@@ -480,6 +506,7 @@ void cp_server_close(cp_server *s)
     free(s->unlive);
     if (s->fs_fd >= 0) close(s->fs_fd);
     cp_sync_free(s);
+    cp_srv_tls_close(s); /* after the loop: every session (and its context reference) is gone */
     cp_buf_free(&s->scratch);
     free(s->rbuf);
     free(s);

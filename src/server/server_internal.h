@@ -39,6 +39,7 @@
 #define CP_SRV_MAX_OPEN_FILES 4096         /* ceiling of the derived open-file cache size */
 #define CP_SRV_PRESSURE_FILES 256          /* dirty files a shortage of fds syncs at least */
 #define CP_SRV_FD_RETRIES 100              /* syncs a write waits for an fd before failing */
+#define CP_SRV_TLS_HANDSHAKE_MAX (256 * 1024) /* ciphertext a TLS handshake may take, at most */
 
 typedef struct cp_server cp_server;
 typedef struct cp_conn cp_conn;
@@ -94,6 +95,7 @@ struct cp_conn {
     const char *close_reason; /* deferred close while in a batch */
     size_t write_queued;      /* bytes of the in-flight uv_write */
     uint64_t last_io_ms;      /* loop time of the last read */
+    uint64_t flush_since;     /* last_io_ms when its REQUEST_ACK_FLUSH was handled (ack latency) */
     uint64_t closing_since;   /* loop time the close sequence started */
     int64_t accept_ms;        /* wall clock: the pod restart time */
     int64_t touched_ms;
@@ -112,6 +114,13 @@ struct cp_conn {
     uint64_t buffered;        /* partial-record bytes its decoders hold (in srv->buffered) */
     uint64_t txn_gen;         /* the server's transaction its last call went into */
     uint64_t restart_key;     /* cp_srv_restart_key once identified (the live registry) */
+    /* TLS (tls.c): replies in `out` are sealed into tls_out, which is what is written */
+    struct cp_tls *tls;       /* NULL on the plain port */
+    cp_buf tls_out;
+    uint8_t tls_ready;        /* handshake done and its certificate checked */
+    uint64_t tls_fed;         /* ciphertext bytes fed before the handshake was done */
+    uint64_t tls_deadline;    /* loop time the handshake must be done by */
+    char *tls_ns;             /* the namespace its client certificate allows, or NULL */
 };
 
 /* What the recovery worker reports (/api/v1/health). */
@@ -152,7 +161,13 @@ typedef struct cp_sync_batch {
 struct cp_server {
     const cp_server_config *cfg;
     uv_loop_t loop;
-    uv_tcp_t listener;
+    uv_tcp_t listener;        /* plain agent port (if has_plain) */
+    uv_tcp_t tls_listener;    /* TLS agent port (if has_tls) */
+    int has_plain, has_tls;
+    int tls_port;
+    struct ssl_ctx_st *tls_ctx; /* new connections' context; replaced by a SIGHUP reload */
+    uv_signal_t sighup;
+    uint8_t *tls_buf;         /* plaintext out of one read's records (shared, like rbuf) */
     uv_check_t check;
     uv_timer_t sweep;
     uv_signal_t sigint, sigterm;
@@ -217,9 +232,12 @@ int cp_srv_disk_refuse(cp_server *s, const char *what);
 /* A connection's decoders now hold `now` bytes of partial records (they held c->buffered):
  * 0, or -1 when it must be refused (the budget is spent and it holds more than its share). */
 int cp_srv_buffered(cp_conn *c, uint64_t now);
+/* Metrics: the open catalog transaction committed (ok) or failed; its calls (counted in
+ * the hot-queue gauge's "transaction" series) become stored or failed. */
+void cp_srv_calls_committed(cp_server *s, int ok);
 
 /* conn.c */
-void cp_conn_accept(cp_server *s);
+void cp_conn_accept(cp_server *s, uv_stream_t *listener, int tls);
 void cp_conn_reply(cp_conn *c, const void *p, size_t n);
 void cp_conn_flush(cp_conn *c);
 /* Replies 0xFF (after any earlier replies), then closes; logs the reason at warn. */
@@ -231,7 +249,22 @@ void cp_conn_sync_done(cp_conn *c, int err);
 void cp_conn_sweep(cp_conn *c, uint64_t now);
 int cp_conn_has_unsynced(const cp_conn *c);
 
+/* tls.c */
+/* Loads the certificates (cfg->tls_*) into s->tls_ctx and installs the SIGHUP reload. */
+int cp_srv_tls_open(cp_server *s, char *err, size_t errlen);
+void cp_srv_tls_close(cp_server *s);
+/* A session for a connection accepted on the TLS port. */
+int cp_srv_tls_start(cp_conn *c);
+/* The handshake is done: logs it and takes the namespace from the client certificate
+ * when pinning is on. CP_OK, or CP_EPROTO (logged; the caller closes). */
+int cp_srv_tls_ready(cp_conn *c);
+/* A pinned connection identifies as namespace ns: 1 if its certificate allows it, else
+ * 0 (logged; the caller fails the connection). */
+int cp_srv_tls_ns_ok(cp_conn *c, cp_field ns);
+
 /* proto.c */
+/* Metrics: a REQUEST_ACK_FLUSH's 0x00 was queued (its latency since the read it came in). */
+void cp_srv_ack_flushed(cp_conn *c);
 enum { CP_PROTO_NEXT, CP_PROTO_STOP, CP_PROTO_RETRY };
 /* Handles one command; NEXT = continue parsing, STOP = the connection stopped
  * (sync wait or closing) after consuming it, RETRY = stopped without consuming it. */

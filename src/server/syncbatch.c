@@ -18,8 +18,11 @@
  */
 #include "server_internal.h"
 
+#include "common/cp_metrics.h"
+
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Batches keep their arrays between uses, but not when a burst made them large. */
@@ -115,7 +118,14 @@ int cp_sync_pressure(cp_conn *c)
 static void work_cb(uv_work_t *w)
 {
     cp_sync_batch *b = (cp_sync_batch *)w;
+    cp_metrics *m = b->srv->cfg->metrics; /* atomics: fine from this thread */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (cp_rawlog_sync_all(b->srv->fs_fd, b->fds, b->nfds, b->dirs.data, b->dirs.len) != CP_OK) b->err = errno;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cp_metrics_inc(m, CP_M_FSYNC_BATCHES, 0);
+    if (b->err) cp_metrics_inc(m, CP_M_FSYNC_FAILURES, 0);
+    cp_metrics_observe(m, CP_M_FSYNC_DURATION, 0, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 }
 
 /* Members that wait for an fd resume first, so that busy connections resumed before
@@ -165,6 +175,7 @@ void cp_sync_submit(cp_server *s)
     if (s->inflight || s->pending->nmembers == 0) return;
     /* the catalog rows of everything being acknowledged go out first */
     if (cp_catalog_commit(s->catalog) != CP_OK) cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    else cp_srv_calls_committed(s, 1); /* a failure: the next cp_srv_commit decides */
     cp_sync_batch *b = s->pending;
     s->pending = b == &s->batches[0] ? &s->batches[1] : &s->batches[0];
     s->inflight = b;

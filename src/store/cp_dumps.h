@@ -121,7 +121,14 @@ typedef struct cp_dump_filter {
     size_t limit;                /* rows; 0 = no limit */
     int64_t before_ms, before_id;/* paging: rows strictly before (dir_ms, id) in list
                                   * order; before_id 0 = from the newest */
+    /* The namespaces the asker may see (issue 17, http/cp_auth.h): with ns_limited only
+     * files of one of ns_in[0..nns_in) match (on top of ns), none when nns_in is 0; at
+     * most CP_DUMP_FILTER_MAX_NS names (more: CP_ELIMIT). 0 = any namespace. */
+    int ns_limited;
+    const char *const *ns_in;
+    size_t nns_in;
 } cp_dump_filter;
+#define CP_DUMP_FILTER_MAX_NS 256
 
 /* Records (complete, not deleted) newest first: dir_ms desc, id desc. fn returns non-zero
  * to stop (returned). */

@@ -16,12 +16,36 @@
 #include "model/cp_model.h"
 
 #include <stdint.h>
+#include <string.h>
 
 /* A name with its length (not NUL-terminated). */
 typedef struct cp_name {
     const char *p;
     size_t len;
 } cp_name;
+
+/* Byte order, a prefix first (the order of cp_call_filter.ns_in). */
+static inline int cp_name_cmp(const cp_name *a, const cp_name *b)
+{
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = n ? memcmp(a->p, b->p, n) : 0;
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+/* 1 if (p, len) is one of v[0..n) (sorted by cp_name_cmp). */
+static inline int cp_name_in(const cp_name *v, size_t n, const char *p, size_t len)
+{
+    cp_name k = {p ? p : "", p ? len : 0};
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = cp_name_cmp(&v[mid], &k);
+        if (c == 0) return 1;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return 0;
+}
 
 /* What a filter's `match` predicate holds besides the search syntax, spelled out so the
  * stats can be answered from rollups (cp_stats.h): match must still apply all of it. */
@@ -49,6 +73,14 @@ typedef struct cp_progress {
 typedef struct cp_call_filter {
     int64_t from_ms, to_ms;            /* ts_ms in [from, to) */
     const char *ns, *service, *pod;    /* exact names; NULL = any */
+    /* The namespaces the asker may see (issue 17, http/cp_auth.h): with ns_limited set
+     * only calls whose namespace is one of ns_in[0..nns_in) match (sorted bytewise by
+     * cp_name_cmp, distinct); ns_limited with nns_in == 0 matches nothing. Every reader
+     * applies it (in the SQL, per cold row, to cold files and to rollup entries), on top
+     * of ns. 0 = any namespace. */
+    int ns_limited;
+    const cp_name *ns_in;
+    size_t nns_in;
     int64_t min_duration_ms;           /* inclusive; 0 = none */
     int64_t max_duration_ms;           /* inclusive; INT64_MAX = none */
     int errors_only;
@@ -79,6 +111,12 @@ typedef struct cp_call_filter {
     int (*progress)(void *ud, const cp_progress *p);
     void *progress_ud;
 } cp_call_filter;
+
+/* 1 if a call of namespace (ns, len) passes f's ns_limited set (not its ns). */
+static inline int cp_call_filter_ns_ok(const cp_call_filter *f, const char *ns, size_t len)
+{
+    return !f->ns_limited || cp_name_in(f->ns_in, f->nns_in, ns, len);
+}
 
 typedef struct cp_search_stats {
     uint64_t scanned;                  /* rows examined (approximate: rows passed to match) */

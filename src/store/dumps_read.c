@@ -16,7 +16,7 @@
 
 typedef struct qb {
     cp_buf sql;
-    cp_sql_val v[16];
+    cp_sql_val v[16 + CP_DUMP_FILTER_MAX_NS];
     size_t n;
     int st;
 } qb;
@@ -42,9 +42,30 @@ static void qb_and2(qb *q, const char *cond, cp_sql_val a, const cp_sql_val *b)
 
 static void qb_and(qb *q, const char *cond, cp_sql_val a) { qb_and2(q, cond, a, NULL); }
 
+/* " AND namespace IN (...)" of f's ns_limited set; " AND 0 = 1" when it is empty. */
+static void qb_ns_in(qb *q, const cp_dump_filter *f)
+{
+    if (q->st != CP_OK || !f->ns_limited) return;
+    if (f->nns_in > CP_DUMP_FILTER_MAX_NS || q->n + f->nns_in > CP_ARRAY_LEN(q->v)) {
+        q->st = CP_ELIMIT;
+        return;
+    }
+    if (f->nns_in == 0) {
+        q->st = cp_buf_puts(&q->sql, " AND 0 = 1");
+        return;
+    }
+    q->st = cp_buf_puts(&q->sql, " AND namespace IN (");
+    for (size_t i = 0; q->st == CP_OK && i < f->nns_in; i++) {
+        q->v[q->n++] = cp_sql_text(f->ns_in[i]);
+        q->st = cp_buf_printf(&q->sql, "%s$%zu", i ? ", " : "", q->n);
+    }
+    if (q->st == CP_OK) q->st = cp_buf_putc(&q->sql, ')');
+}
+
 static void qb_filter(qb *q, const cp_dump_filter *f)
 {
     if (f->ns) qb_and(q, "namespace = ?", cp_sql_text(f->ns));
+    qb_ns_in(q, f);
     if (f->service) qb_and(q, "service_name = ?", cp_sql_text(f->service));
     if (f->pod) qb_and(q, "(pod_name = ? OR restart_pod = ?)", cp_sql_text(f->pod));
     if (f->kind) {

@@ -85,6 +85,7 @@ typedef struct pg_reader {
     int snap;                   /* inside pg_snapshot: operations join its transaction */
     cp_buf sql;                 /* scratch for SQL text */
     cp_buf tmp;                 /* scratch for a folded needle, a key, an id array */
+    cp_buf nsarr;               /* the filter's namespace set as a text[] literal (ns_array) */
     char err[256];
 } pg_reader;
 
@@ -141,6 +142,18 @@ static int par_i64(pg_params *p, int64_t v)
     return i + 1;
 }
 
+/* A NUL-terminated value sent in text format (for casts to types whose binary form is
+ * not text's, like text[]). */
+static int par_cstr(pg_params *p, const char *s)
+{
+    if (p->n == PG_MAX_PARAMS) return p->over = 1;
+    int i = p->n++;
+    p->v[i] = s;
+    p->len[i] = 0;
+    p->fmt[i] = 0;
+    return i + 1;
+}
+
 static int par_text(pg_params *p, const char *s, size_t n)
 {
     if (p->n == PG_MAX_PARAMS) return p->over = 1;
@@ -186,6 +199,32 @@ static size_t utf8_valid_len(const char *s, size_t n)
 
 static int utf8_ok(const char *s, size_t n) { return utf8_valid_len(s, n) == n; }
 static int utf8_ok0(const char *s) { return !s || utf8_ok(s, strlen(s)); }
+
+/* The filter's ns_limited set (issue 17) as a NUL-terminated text[] literal in r->nsarr:
+ * {"a","b\"c"}. Names that are not UTF-8 are left out: no stored row has them. */
+static int ns_array(pg_reader *r, const cp_call_filter *f)
+{
+    cp_buf *b = &r->nsarr;
+    cp_buf_reset(b);
+    int st = cp_buf_putc(b, '{');
+    int first = 1;
+    for (size_t i = 0; st == CP_OK && i < f->nns_in; i++) {
+        const cp_name *n = &f->ns_in[i];
+        if (!utf8_ok(n->p, n->len)) continue;
+        if (!first) st = cp_buf_putc(b, ',');
+        first = 0;
+        if (st == CP_OK) st = cp_buf_putc(b, '"');
+        for (size_t j = 0; st == CP_OK && j < n->len; j++) {
+            char ch = n->p[j];
+            if (ch == '"' || ch == '\\') st = cp_buf_putc(b, '\\');
+            if (st == CP_OK) st = cp_buf_putc(b, (uint8_t)ch);
+        }
+        if (st == CP_OK) st = cp_buf_putc(b, '"');
+    }
+    if (st == CP_OK) st = cp_buf_putc(b, '}');
+    if (st == CP_OK) st = cp_buf_putc(b, 0);
+    return st;
+}
 
 /* ---- statement cache ------------------------------------------------------------------------ */
 
@@ -659,6 +698,8 @@ static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, cp_
         st = cp_buf_printf(b, " AND time >= $%d::bigint AND time < $%d::bigint", par_i64(p, s->from),
                            par_i64(p, s->to));
     if (st == CP_OK && f->ns) st = cp_buf_printf(b, " AND namespace = $%d::text", par_text(p, f->ns, strlen(f->ns)));
+    if (st == CP_OK && f->ns_limited && (st = ns_array(s->r, f)) == CP_OK)
+        st = cp_buf_printf(b, " AND namespace = ANY($%d::text[])", par_cstr(p, (const char *)s->r->nsarr.data));
     if (st == CP_OK && f->service)
         st = cp_buf_printf(b, " AND service_name = $%d::text", par_text(p, f->service, strlen(f->service)));
     if (st == CP_OK && f->pod) st = cp_buf_printf(b, " AND pod_name = $%d::text", par_text(p, f->pod, strlen(f->pod)));
@@ -876,7 +917,8 @@ static int search_setup(pg_search *s, const cp_call_filter *f, int *empty)
         if (!f->desc && t > s->from) s->from = t;
     }
     /* names that are not UTF-8 match no stored row (and PostgreSQL would refuse them) */
-    *empty = s->from >= s->to || !utf8_ok0(f->ns) || !utf8_ok0(f->service) || !utf8_ok0(f->pod);
+    *empty = s->from >= s->to || !utf8_ok0(f->ns) || !utf8_ok0(f->service) || !utf8_ok0(f->pod) ||
+             (f->ns_limited && f->nns_in == 0);
     s->max_scan = f->max_scan;
     if (f->method_substr) {
         if (cp_rd_fold_into(&r->tmp, f->method_substr, strlen(f->method_substr)) != CP_OK) return pg_oom(r);
@@ -1729,6 +1771,8 @@ static int pgs_scan(void *ud, const cp_call_filter *sub)
                            " FROM %s WHERE time >= $%d::bigint AND time < $%d::bigint",
                            in_c ? ", method_name, params" : "", w->name, par_i64(&p, from), par_i64(&p, to));
     if (st == CP_OK && sub->ns) st = cp_buf_printf(&r->sql, " AND namespace = $%d::text", par_text(&p, sub->ns, strlen(sub->ns)));
+    if (st == CP_OK && sub->ns_limited && (st = ns_array(r, sub)) == CP_OK)
+        st = cp_buf_printf(&r->sql, " AND namespace = ANY($%d::text[])", par_cstr(&p, (const char *)r->nsarr.data));
     if (st == CP_OK && sub->service)
         st = cp_buf_printf(&r->sql, " AND service_name = $%d::text", par_text(&p, sub->service, strlen(sub->service)));
     if (st == CP_OK && sub->pod) st = cp_buf_printf(&r->sql, " AND pod_name = $%d::text", par_text(&p, sub->pod, strlen(sub->pod)));
@@ -1837,7 +1881,8 @@ static int pg_stats(cp_reader *base, const cp_call_filter *f, const cp_stats_pla
                     cp_stats_info *info)
 {
     pg_reader *r = (pg_reader *)base;
-    if (!utf8_ok0(f->ns) || !utf8_ok0(f->service) || !utf8_ok0(f->pod)) return CP_OK; /* nothing can match */
+    if (!utf8_ok0(f->ns) || !utf8_ok0(f->service) || !utf8_ok0(f->pod) || (f->ns_limited && f->nns_in == 0))
+        return CP_OK; /* nothing can match */
     pgs_run k;
     memset(&k, 0, sizeof k);
     k.r = r;
@@ -1867,6 +1912,7 @@ static void pg_close(cp_reader *base)
     free(r->dead);
     cp_buf_free(&r->sql);
     cp_buf_free(&r->tmp);
+    cp_buf_free(&r->nsarr);
     free(r);
 }
 
@@ -1913,6 +1959,7 @@ int cp_reader_open_pg(const char *conninfo, cp_reader **out, char *err, size_t e
     r->base.ops = &pg_reader_ops;
     cp_buf_init(&r->sql);
     cp_buf_init(&r->tmp);
+    cp_buf_init(&r->nsarr);
     /* Generic plans: the statements are per window and of few shapes, run again and
      * again with other values; planning each execution (what the default does for
      * them, LIMIT being a parameter) costs more than the queries, and the plan does not

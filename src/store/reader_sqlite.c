@@ -35,6 +35,7 @@
 #define RD_MAX_WINDOWS 8192
 #define RD_MAX_LIMIT 100000
 #define RD_MATCH_PTR "cp_hot_match"
+#define RD_NS_PTR "cp_hot_ns_set" /* a cp_call_filter whose ns_in cp_ns_ok() checks */
 
 /* A prepared statement and its SQL text (the cache key). */
 typedef struct rd_stmt {
@@ -287,6 +288,21 @@ static void fn_match(sqlite3_context *cx, int argc, sqlite3_value **argv)
     sqlite3_result_int(cx, 1);
 }
 
+/* cp_ns_ok(filter, namespace): 1 if the row's namespace is in the filter's ns_limited set
+ * (issue 17: the namespaces the asker may see). */
+static void fn_ns_ok(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const cp_call_filter *f = sqlite3_value_pointer(argv[0], RD_NS_PTR);
+    if (!f) {
+        sqlite3_result_error(cx, "cp_ns_ok: no filter", -1);
+        return;
+    }
+    const char *ns = (const char *)sqlite3_value_text(argv[1]);
+    size_t len = (size_t)sqlite3_value_bytes(argv[1]);
+    sqlite3_result_int(cx, cp_call_filter_ns_ok(f, ns ? ns : "", ns ? len : 0));
+}
+
 /* ---- search: one cursor per window ------------------------------------------------------------ */
 
 typedef struct rd_cursor {
@@ -393,7 +409,8 @@ static int sql_order(cp_buf *b, const cp_call_filter *f)
 }
 
 /* The query of one window. Parameters: ?1/?2 range, ?3..?5 names, ?6/?7 duration
- * bounds, ?8..?14 keyset, ?15 the cp_match context, ?16 the row limit. */
+ * bounds, ?8..?14 keyset, ?15 the cp_match context, ?16 the row limit, ?17 the
+ * namespace set (cp_ns_ok). */
 static int sql_window(const rd_search *s, const rd_cursor *c, cp_buf *b)
 {
     const cp_call_filter *f = s->f;
@@ -405,6 +422,7 @@ static int sql_window(const rd_search *s, const rd_cursor *c, cp_buf *b)
     if (st == CP_OK) st = cp_buf_puts(b, " WHERE 1");
     if (st == CP_OK && partial) st = cp_buf_puts(b, " AND time >= ?1 AND time < ?2");
     if (st == CP_OK && f->ns) st = cp_buf_puts(b, " AND namespace = ?3");
+    if (st == CP_OK && f->ns_limited) st = cp_buf_puts(b, " AND cp_ns_ok(?17, namespace)");
     if (st == CP_OK && f->service) st = cp_buf_puts(b, " AND service_name = ?4");
     if (st == CP_OK && f->pod) st = cp_buf_puts(b, " AND pod_name = ?5");
     if (st == CP_OK && f->min_duration_ms > 0) st = cp_buf_puts(b, " AND duration >= ?6");
@@ -447,6 +465,7 @@ static void bind_window(rd_search *s, sqlite3_stmt *q)
         sqlite3_bind_int(q, 14, k->ref.record_index);
     }
     if (s->use_fn) sqlite3_bind_pointer(q, 15, &s->m, RD_MATCH_PTR, NULL);
+    if (f->ns_limited) sqlite3_bind_pointer(q, 17, (void *)f, RD_NS_PTR, NULL);
     sqlite3_bind_int64(q, 16, (int64_t)f->limit + 1);
 }
 
@@ -555,7 +574,7 @@ static int search_setup(rd_search *s, const cp_call_filter *f, int *empty)
         if (f->desc && t < INT64_MAX && t + 1 < s->to) s->to = t + 1;
         if (!f->desc && t > s->from) s->from = t;
     }
-    *empty = s->from >= s->to;
+    *empty = s->from >= s->to || (f->ns_limited && f->nns_in == 0);
     s->m.match = f->match;
     s->m.ud = f->match_ud;
     s->m.max_scan = f->max_scan;
@@ -1337,6 +1356,7 @@ static int st_scan(void *ud, const cp_call_filter *sub)
     if (st == CP_OK && ix) st = cp_buf_printf(&r->sql, " INDEXED BY %s_%s", w->name, ix);
     if (st == CP_OK) st = cp_buf_puts(&r->sql, " WHERE time >= ?1 AND time < ?2");
     if (st == CP_OK && sub->ns) st = cp_buf_puts(&r->sql, " AND namespace = ?3");
+    if (st == CP_OK && sub->ns_limited) st = cp_buf_puts(&r->sql, " AND cp_ns_ok(?9, namespace)");
     if (st == CP_OK && sub->service) st = cp_buf_puts(&r->sql, " AND service_name = ?4");
     if (st == CP_OK && sub->pod) st = cp_buf_puts(&r->sql, " AND pod_name = ?5");
     if (st == CP_OK && sub->min_duration_ms > 0) st = cp_buf_puts(&r->sql, " AND duration >= ?6");
@@ -1359,6 +1379,7 @@ static int st_scan(void *ud, const cp_call_filter *sub)
     k->m.scanned = 0;
     k->m.over = 0;
     if (use_fn) sqlite3_bind_pointer(q.st, 8, &k->m, RD_MATCH_PTR, NULL);
+    if (sub->ns_limited) sqlite3_bind_pointer(q.st, 9, (void *)sub, RD_NS_PTR, NULL);
     int rc;
     uint64_t rows = 0;
     while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
@@ -1492,6 +1513,9 @@ static int configure(sqlite_reader *r)
     if (sqlite3_create_function_v2(r->db, "cp_match", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_match, NULL,
                                    NULL, NULL) != SQLITE_OK)
         return rd_fail(r, "register cp_match");
+    if (sqlite3_create_function_v2(r->db, "cp_ns_ok", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY | SQLITE_DETERMINISTIC, NULL,
+                                   fn_ns_ok, NULL, NULL, NULL) != SQLITE_OK)
+        return rd_fail(r, "register cp_ns_ok");
     return check_schema(r);
 }
 

@@ -47,6 +47,7 @@ int cp_stats_entry_matches(const cp_call_filter *f, const cp_stats_plan *p, cons
     if (e->cell_ms < p->a || e->cell_ms >= p->b) return 0;
     if (e->cls < 0 || e->cls >= CP_ROLLUP_CLASSES || !(p->full & (1u << e->cls))) return 0;
     if (f->ns && !name_eq(e->ns, e->ns_len, f->ns, strlen(f->ns))) return 0;
+    if (!cp_call_filter_ns_ok(f, e->ns, e->ns_len)) return 0;
     if (f->service && !name_eq(e->service, e->service_len, f->service, strlen(f->service))) return 0;
     if (f->pod && !name_eq(e->pod, e->pod_len, f->pod, strlen(f->pod))) return 0;
     if (f->errors_only && !(e->flags & CP_ROLLUP_F_ERROR)) return 0;

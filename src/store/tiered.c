@@ -90,6 +90,8 @@ typedef struct tr_files {
     int oom;
     size_t skipped;                     /* left out by the inverted index */
     const char *type;                   /* file_type listed ("calls" when NULL) */
+    const cp_call_filter *scope;        /* its ns_limited set: files of other namespaces are
+                                         * left out (never opened); NULL = every file */
 } tr_files;
 
 typedef struct tiered_reader tiered_reader;
@@ -490,6 +492,9 @@ static int on_cold_file(void *ud, const cp_cold_file *cf)
 {
     tr_files *fl = ud;
     if (cf->file_type && strcmp(cf->file_type, fl->type ? fl->type : "calls") != 0) return 0;
+    /* a file holds one namespace's calls (storage.md "Object layout") */
+    if (fl->scope && fl->scope->ns_limited && !cp_call_filter_ns_ok(fl->scope, cf->ns ? cf->ns : "", cf->ns ? strlen(cf->ns) : 0))
+        return 0;
     const char *key = cf->key ? cf->key : cf->uuid;
     if (!key || !cp_ostore_key_ok(key)) return 0; /* not an object we could have written */
     if (fl->n == TR_MAX_FILES) {
@@ -981,6 +986,7 @@ static int row_wanted(tr_search *s, tr_open *o, size_t i, cp_call *c, uint64_t h
     *err = CP_OK;
     if (c->ts_ms < s->from || c->ts_ms >= s->to) return 0;
     if (f->ns && !str_eq(c->ns, c->ns_len, f->ns, s->ns_len)) return 0;
+    if (!cp_call_filter_ns_ok(f, c->ns, c->ns_len)) return 0;
     if (f->service && !str_eq(c->service, c->service_len, f->service, s->service_len)) return 0;
     if (f->pod && !str_eq(c->pod, c->pod_len, f->pod, s->pod_len)) return 0;
     if (f->min_duration_ms > 0 && c->duration_ms < f->min_duration_ms) return 0;
@@ -1255,6 +1261,7 @@ static int cold_search(tr_search *s)
     q.nparams = f->params ? f->nparams : 0;
     tr_files fl;
     memset(&fl, 0, sizeof fl);
+    fl.scope = f;
     int st = list_files(tr, &q, &fl);
     if (st == CP_OK && fl.truncated) s->partial = 1;
     s->skipped = fl.skipped;
@@ -1556,6 +1563,7 @@ static int stats_row_ok(tr_stats *k, const cp_call_filter *f, const cp_call *c)
     if (f->min_duration_ms > 0 && c->duration_ms < f->min_duration_ms) return 0;
     if (f->max_duration_ms < INT64_MAX && c->duration_ms > f->max_duration_ms) return 0;
     if (f->ns && !str_eq(c->ns, c->ns_len, f->ns, strlen(f->ns))) return 0;
+    if (!cp_call_filter_ns_ok(f, c->ns, c->ns_len)) return 0;
     if (f->service && !str_eq(c->service, c->service_len, f->service, strlen(f->service))) return 0;
     if (f->pod && !str_eq(c->pod, c->pod_len, f->pod, strlen(f->pod))) return 0;
     if (f->errors_only && !c->error) return 0;
@@ -1655,6 +1663,7 @@ static int tr_stats_run(cp_reader *base, const cp_call_filter *f, const cp_stats
     memset(&calls, 0, sizeof calls);
     memset(&rollups, 0, sizeof rollups);
     rollups.type = "rollup";
+    calls.scope = rollups.scope = f;
     cp_reader *hot = tr->hot;
     int snap = hot->ops->snapshot != NULL;
     int st = snap ? hot->ops->snapshot(hot, 1) : CP_OK;

@@ -1421,7 +1421,7 @@ static void *client_run(void *arg)
             size_t k = (i + (size_t)r) % j->npaths;
             int st;
             if (http_get(j->port, j->paths[k], &st, &b, NULL) != 0 || st != 200 ||
-                (k != 1 && !same_answer(j->paths[k], &b, &j->want[k]))) {
+                (k != 1 && k != j->npaths - 1 && !same_answer(j->paths[k], &b, &j->want[k]))) {
                 if (!j->failures++) snprintf(j->what, sizeof j->what, "%s: status %d", j->paths[k], st);
             }
         }
@@ -1433,7 +1433,8 @@ static void test_concurrency(void **state)
 {
     char tree[256];
     snprintf(tree, sizeof tree, "/api/v1/calls/%s/tree", jstr(call_with_max("calls", 1), "id"));
-    /* every answer is deterministic except [1]'s cursor (it holds its issue time) */
+    /* every answer is deterministic except [1]'s cursor (it holds its issue time) and the
+     * health, which reports the disk's free bytes (other processes write) */
     const char *paths[] = {"/api/v1/calls?" WINDOW "&limit=1000",
                            "/api/v1/calls?" WINDOW "&sort=-duration_ms&limit=5",
                            "/api/v1/calls/stats?" WINDOW,

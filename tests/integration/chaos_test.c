@@ -107,20 +107,6 @@ static void fill(const env *e, long long leave)
 
 /* ---- checks ------------------------------------------------------------------------------------- */
 
-static void wait_recovered(const test_server *s)
-{
-    for (int i = 0; i < 2400; i++) { /* generous: 120 s */
-        json_t *h = http_get_json(s->http_port, "/api/v1/health", 200);
-        json_t *r = json_object_get(h, "recovery");
-        int done = json_integer_value(json_object_get(r, "passes")) > 0 && !json_is_true(json_object_get(r, "running")) &&
-                   json_is_true(json_object_get(r, "ok"));
-        json_decref(h);
-        if (done) return;
-        sleep_ms(50);
-    }
-    server_fail(s, "recovery did not finish within 120 s");
-}
-
 /* Stored bytes per stream name (files plus torn tails); every decoded file decodes whole;
  * the calls records of the raw log. */
 static long long check_raw(const test_server *s, long long stored[8])
@@ -243,7 +229,7 @@ static void test_chaos(void **state)
         snprintf(e.s.data, sizeof e.s.data, "%.1000s", e.data);
     }
     json_t *sum = emulator_summary(emu, emu_out);
-    wait_recovered(&e.s);
+    server_wait_recovered(&e.s);
     int64_t to = cp_now_ms() + 3600000;
 
     /* every acknowledged byte is stored; every file decodes; the API has every call once */

@@ -95,6 +95,7 @@ static void crash_after_flush(test_server *s, const replay_capture *c, int nflus
     server_kill(s); /* with the connection still open */
     conn_close(r->fd);
     server_restart(s, NULL); /* fails the test unless it comes up */
+    server_wait_recovered(s); /* it cuts the torn tails this test reads */
     check_after_crash(s, c, r, after);
 }
 

@@ -42,27 +42,7 @@ static long long json_int(json_t *o, const char *key)
  * line of stdout). */
 static void run_emulator(const test_server *s, const char *const *extra, summary *sum)
 {
-    char target[64];
-    snprintf(target, sizeof target, "127.0.0.1:%d", s->port);
-    const char *argv[32] = {"emulate", "--target", target, "--json", "--quiet"};
-    size_t n = 5;
-    for (size_t i = 0; extra[i]; i++) argv[n++] = extra[i];
-    argv[n] = NULL;
-    cp_buf out, err;
-    cp_buf_init(&out);
-    cp_buf_init(&err);
-    int st = cli_run(&out, &err, argv);
-    cp_buf_putc(&out, 0);
-    cp_buf_putc(&err, 0);
-    if (st != 0) server_fail(s, "cloudprof emulate exited %d: %s%s", st, (char *)out.data, (char *)err.data);
-    char *text = (char *)out.data;
-    size_t len = strlen(text);
-    while (len && text[len - 1] == '\n') text[--len] = 0;
-    char *last = strrchr(text, '\n');
-    json_error_t jerr;
-    sum->root = json_loads(last ? last + 1 : text, 0, &jerr);
-    if (!sum->root) fail_msg("summary is not JSON (%s): %s", jerr.text, text);
-    print_message("emulate %s\n", last ? last + 1 : text);
+    sum->root = cli_emulate(s, extra);
     sum->agents = json_int(sum->root, "agents");
     sum->calls_sent = json_int(sum->root, "calls_sent");
     sum->bytes_sent = json_int(sum->root, "bytes_sent");
@@ -76,8 +56,6 @@ static void run_emulator(const test_server *s, const char *const *extra, summary
     json_t *sb = json_object_get(sum->root, "stream_bytes");
     if (!json_is_object(sb)) fail_msg("summary: no stream_bytes object");
     for (size_t i = 0; i < CP_ARRAY_LEN(stream_names); i++) sum->stream[i] = json_int(sb, stream_names[i]);
-    cp_buf_free(&out);
-    cp_buf_free(&err);
 }
 
 /* ---- cross-checking stored calls against stored traces ------------------------------------ */

@@ -43,21 +43,6 @@ static json_int_t jpath(json_t *o, const char *a, const char *b)
     return json_integer_value(b ? json_object_get(x, b) : x);
 }
 
-/* Waits (generously: 60 s) until the recovery worker has finished a pass with nothing left. */
-static void wait_recovered(const test_server *s)
-{
-    for (int i = 0; i < 1200; i++) {
-        json_t *h = health(s);
-        json_t *r = json_object_get(h, "recovery");
-        int done = json_integer_value(json_object_get(r, "passes")) > 0 && !json_is_true(json_object_get(r, "running")) &&
-                   json_is_true(json_object_get(r, "ok"));
-        json_decref(h);
-        if (done) return;
-        sleep_ms(50);
-    }
-    server_fail(s, "recovery did not finish within 60 s");
-}
-
 static void put_be64(cp_buf *b, int64_t v)
 {
     uint8_t t[8];
@@ -152,7 +137,7 @@ static void test_torn_tail_cut(void **state)
     assert_int_equal(stat(path, &sb), 0);
     assert_int_equal((size_t)sb.st_size, whole.len + part.len);
     server_restart(&s, NULL);
-    wait_recovered(&s);
+    server_wait_recovered(&s);
     assert_int_equal(stat(path, &sb), 0);
     assert_int_equal((size_t)sb.st_size, whole.len); /* cut to the last whole chunk, nothing flushed lost */
     assert_true(assert_all_decode(&s) == 1);
@@ -199,7 +184,7 @@ static void test_recovery_in_background(void **state)
     trace_whole(&whole, 1767225600000LL);
     agent_send_stream(fd, reply, whole.data, whole.len, 1024);
     conn_close(fd);
-    wait_recovered(&s);
+    server_wait_recovered(&s);
     h = health(&s);
     assert_true(jpath(h, "recovery", "restarts_done") >= 1); /* the cut-off restart, after the new agent */
     json_decref(h);

@@ -51,10 +51,7 @@ static int teardown(void **state)
 {
     if (E.s.pid) server_stop(&E.s);
     server_destroy(&E.s);
-    remove_tree(E.dir);
-    free(E.dir);
-    free(E.catalog);
-    free(E.store);
+    test_pair_free(E.dir, E.catalog, E.store);
     return 0;
 }
 

@@ -22,40 +22,30 @@
  * (scripts/ui-dev.sh does this with 3600).
  */
 #include "http_util.h"
+#include "proc_util.h"
 #include "replay_util.h"
 #include "server_util.h"
 
 #include <errno.h>
 #include <jansson.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define FROM_MS 1690000000000LL
 #define TO_MS 1690400000000LL
 #define WINDOW "from=1690000000000&to=1690400000000"
-#define CHROMIUM "/usr/bin/chromium"
 #define E2E_TIMEOUT_MS (10 * 60 * 1000) /* the whole browser walk */
-
-extern char **environ;
 
 static const char *const dump_files[] = {
     "20230804T164402.td.txt", "20231219T061734UTC.td.txt", "20231219T061734UTC.top.txt",
     "20231219T062953UTC.gc.log", "go-alloc.pprof", "go-goroutine.pprof", "go-heap.pprof", "go-profile.pprof",
     "test-service.heap.hprof.zip",
 };
-
-static int under_ci(void)
-{
-    const char *ci = getenv("CI");
-    return ci && *ci && strcmp(ci, "false") != 0 && strcmp(ci, "0") != 0;
-}
 
 /* ---- loading the server ------------------------------------------------------------------- */
 
@@ -135,70 +125,6 @@ static char *capture_service(const replay_capture *cap)
 
 /* ---- running e2e.mjs ------------------------------------------------------------------------ */
 
-/* Runs argv with environ plus extra ("K=V", NULL-terminated), its stdout and stderr copied
- * to ours and kept in out. Returns the exit status (128 + signal); kills it after
- * timeout_ms and fails the test. */
-static int run_node(const char *const *argv, const char *const *extra, cp_buf *out, int timeout_ms)
-{
-    size_t nenv = 0, nextra = 0;
-    while (environ[nenv]) nenv++;
-    while (extra[nextra]) nextra++;
-    char **envp = calloc(nenv + nextra + 1, sizeof *envp);
-    size_t k = 0;
-    for (size_t i = 0; i < nenv; i++) { /* ours win over inherited values of the same name */
-        int shadowed = 0;
-        for (size_t j = 0; j < nextra && !shadowed; j++) {
-            size_t n = (size_t)(strchr(extra[j], '=') - extra[j]) + 1;
-            shadowed = !strncmp(environ[i], extra[j], n);
-        }
-        if (!shadowed) envp[k++] = environ[i];
-    }
-    for (size_t j = 0; j < nextra; j++) envp[k++] = (char *)extra[j];
-    envp[k] = NULL;
-
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fflush(stdout);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        close(fds[0]);
-        close(fds[1]);
-        execvpe(argv[0], (char *const *)argv, envp);
-        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(fds[1]);
-    free(envp);
-    int64_t deadline = cp_now_ms() + timeout_ms;
-    char buf[4096];
-    for (;;) {
-        int64_t left = deadline - cp_now_ms();
-        if (left <= 0) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            close(fds[0]);
-            fail_msg("%s did not finish within %d s", argv[1], timeout_ms / 1000);
-        }
-        struct pollfd p = {fds[0], POLLIN, 0};
-        int r = poll(&p, 1, left > 1000 ? 1000 : (int)left);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) continue;
-        ssize_t n = read(fds[0], buf, sizeof buf);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        fwrite(buf, 1, (size_t)n, stdout);
-        fflush(stdout);
-        cp_buf_append(out, buf, (size_t)n);
-    }
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /* The calls of the test-service stream fixtures (the capture's streams): the "call#"
  * lines of their expected decoding, which the list must show. */
 static size_t fixture_calls(void)
@@ -271,7 +197,7 @@ static void test_browser(void **state)
     cp_buf out;
     cp_buf_init(&out);
     printf("ui_browser_test: node %s (screenshots in %s)\n", script, artifacts);
-    int rc = run_node(argv, extra, &out, E2E_TIMEOUT_MS);
+    int rc = run_with_env(argv, extra, &out, E2E_TIMEOUT_MS);
     printf("ui_browser_test: e2e.mjs exited %d\n", rc);
     if (rc != 0) server_fail(&srv, "e2e.mjs failed (exit %d)", rc);
     if (!memmem(out.data, out.len, "e2e: ok", 7)) server_fail(&srv, "e2e.mjs exited 0 without printing 'e2e: ok'");
@@ -284,23 +210,11 @@ static void test_browser(void **state)
 
 int main(void)
 {
-    char pw[1200], script[1200];
-    snprintf(pw, sizeof pw, "%s/tests/tools/node_modules/playwright-core", CP_SOURCE_DIR);
+    char script[1200];
     snprintf(script, sizeof script, "%s/tests/ui/e2e.mjs", CP_SOURCE_DIR);
-    const char *missing = !in_path("node")              ? "node is not on PATH (scripts/node-tools.sh installs it)"
-                          : access(pw, R_OK) != 0        ? "tests/tools/node_modules/playwright-core is missing "
-                                                           "(run scripts/node-tools.sh)"
-                          : access(CHROMIUM, X_OK) != 0  ? CHROMIUM " is missing (scripts/setup.sh installs chromium)"
-                          : access(script, R_OK) != 0    ? "tests/ui/e2e.mjs is missing"
-                                                         : NULL;
-    if (missing && under_ci()) {
-        printf("ui_browser_test: FAIL: %s; CI is set, so the browser test may not be skipped\n", missing);
-        return 1;
-    }
-    if (missing) {
-        printf("ui_browser_test: SKIP: %s\n", missing);
-        return 77;
-    }
+    const char *missing = browser_tools_missing();
+    if (!missing && access(script, R_OK) != 0) missing = "tests/ui/e2e.mjs is missing";
+    require_tools("ui_browser_test", "the browser test", missing);
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_browser, servers_teardown),

@@ -17,20 +17,12 @@
 //      CP_UI_FIXTURE_CALLS, CP_UI_ARTIFACTS; NODE_PATH must reach playwright-core;
 //      CP_FIXTURES_DIR (default: ../shared/fixtures next to the repository) holds
 //      foreign/shop.trcbin and its expected import.
-import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
+import { env, launchChromium } from './browser.mjs';
 
-const require = createRequire(import.meta.url);
-const { chromium } = require('playwright-core');
-
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 const BASE = env('CP_UI_BASE');
 const FROM = env('CP_UI_FROM');
 const TO = env('CP_UI_TO');
@@ -360,12 +352,7 @@ function pickDeepMethod(tree) {
   return best.m;
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CP_CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-});
+const browser = await launchChromium();
 try {
   await walk(browser, 1280, 800);
   await walk(browser, 1920, 1080);

@@ -1,5 +1,6 @@
 /* pair_util.c -- see pair_util.h. */
 #include "pair_util.h"
+#include "testutil.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -126,4 +127,12 @@ const char *const *test_pair_flags(const char *catalog_spec, const char *store_u
     }
     flags[i] = NULL;
     return flags;
+}
+
+void test_pair_free(char *dir, char *catalog_spec, char *store_url)
+{
+    remove_tree(dir);
+    free(dir);
+    free(catalog_spec);
+    free(store_url);
 }

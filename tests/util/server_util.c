@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http_util.h"
 #include "wire/cp_wire.h"
 #include "streams/cp_streams.h"
 
@@ -112,7 +113,7 @@ static void spawn(test_server *s, const char *const *extra)
 {
     const char *argv[64];
     size_t n = 0;
-    const char *base[] = {"cloudprof", "serve", "--agent-host", "127.0.0.1", "--agent-port", "0",
+    const char *base[] = {"cloudprof", "serve", "--agent-host", "127.0.0.1", "--agent-port", "auto",
                           "--http-host", "127.0.0.1", "--http-port", "0",
                           "--data", s->data, "--ready-file", s->ready};
     for (size_t i = 0; i < CP_ARRAY_LEN(base); i++) argv[n++] = base[i];
@@ -156,6 +157,7 @@ static void spawn(test_server *s, const char *const *extra)
     }
     s->pid = pid;
     s->port = 0;
+    s->tls_port = 0;
     live_set(s);
 
     /* wait for the ready file: agent_port=N\nhttp_port=M\n */
@@ -170,16 +172,21 @@ static void spawn(test_server *s, const char *const *extra)
         cp_buf b;
         cp_buf_init(&b);
         if (cp_read_file(s->ready, 4096, &b) == CP_OK && b.len > 0 && b.data[b.len - 1] == '\n') {
-            int port = 0, http_port = 0;
+            int port = 0, http_port = 0, tls_port = 0;
             cp_buf_putc(&b, 0);
             const char *line = strstr((const char *)b.data, "agent_port=");
             const char *hline = strstr((const char *)b.data, "\nhttp_port=");
+            const char *tline = strstr((const char *)b.data, "\nagent_tls_port=");
+            if (tline && (sscanf(tline + 1, "agent_tls_port=%d", &tls_port) != 1 || tls_port <= 0 || tls_port > 65535))
+                tls_port = -1;
+            /* agent_port=0: the plain port is off (a TLS-only server) */
             if (line && (line == (const char *)b.data || line[-1] == '\n') && sscanf(line, "agent_port=%d", &port) == 1 &&
-                port > 0 && port < 65536 && hline && sscanf(hline + 1, "http_port=%d", &http_port) == 1 &&
-                http_port > 0 && http_port < 65536) {
+                port >= (tls_port > 0 ? 0 : 1) && port < 65536 && tls_port >= 0 && hline &&
+                sscanf(hline + 1, "http_port=%d", &http_port) == 1 && http_port > 0 && http_port < 65536) {
                 cp_buf_free(&b);
                 s->port = port;
                 s->http_port = http_port;
+                s->tls_port = tls_port;
                 return;
             }
             cp_buf_free(&b);
@@ -240,6 +247,20 @@ int server_stop(test_server *s)
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         server_fail(s, "the server did not exit cleanly on SIGTERM (wait status 0x%x)", status);
     return status;
+}
+
+void server_wait_recovered(const test_server *s)
+{
+    for (int i = 0; i < 2400; i++) {
+        json_t *h = http_get_json(s->http_port, "/api/v1/health", 200);
+        json_t *r = json_object_get(h, "recovery");
+        int done = json_integer_value(json_object_get(r, "passes")) > 0 && !json_is_true(json_object_get(r, "running")) &&
+                   json_is_true(json_object_get(r, "ok"));
+        json_decref(h);
+        if (done) return;
+        sleep_ms(50);
+    }
+    server_fail(s, "recovery did not finish within 120 s");
 }
 
 void server_kill(test_server *s)
@@ -476,6 +497,37 @@ int cli_run(cp_buf *out, cp_buf *err, const char *const *args)
     waitpid(pid, &status, 0);
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+json_t *cli_emulate(const test_server *s, const char *const *extra)
+{
+    char target[64];
+    snprintf(target, sizeof target, "127.0.0.1:%d", s->port);
+    const char *argv[32] = {"emulate", "--target", target, "--json", "--quiet"};
+    size_t n = 5;
+    for (size_t i = 0; extra[i]; i++) {
+        if (n >= CP_ARRAY_LEN(argv) - 1) fail_msg("too many emulate arguments");
+        argv[n++] = extra[i];
+    }
+    argv[n] = NULL;
+    cp_buf out, err;
+    cp_buf_init(&out);
+    cp_buf_init(&err);
+    int st = cli_run(&out, &err, argv);
+    cp_buf_putc(&out, 0);
+    cp_buf_putc(&err, 0);
+    if (st != 0) server_fail(s, "cloudprof emulate exited %d: %s%s", st, (char *)out.data, (char *)err.data);
+    char *text = (char *)out.data;
+    size_t len = strlen(text);
+    while (len && text[len - 1] == '\n') text[--len] = 0;
+    char *last = strrchr(text, '\n'); /* the summary is the last line */
+    json_error_t jerr;
+    json_t *sum = json_loads(last ? last + 1 : text, 0, &jerr);
+    if (!sum) fail_msg("summary is not JSON (%s): %s", jerr.text, text);
+    print_message("emulate %s\n", last ? last + 1 : text);
+    cp_buf_free(&out);
+    cp_buf_free(&err);
+    return sum;
 }
 
 static void fail_cli(const char *what, int status, const cp_buf *err)

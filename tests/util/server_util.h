@@ -12,6 +12,7 @@
 
 #include "testutil.h"
 
+#include <jansson.h>
 #include <sys/types.h>
 
 #define SRV_TIMEOUT_MS TEST_WAIT_MS /* default for every wait on the server (only a failure waits this long) */
@@ -22,18 +23,23 @@ typedef struct test_server {
     pid_t pid;           /* 0 when not running */
     int port;            /* agent port read from the ready file */
     int http_port;       /* HTTP API port read from the ready file */
+    int tls_port;        /* agent TLS port (agent_tls_port=), 0 without --agent-tls-port */
     char root[1024];     /* temporary directory holding everything below */
     char data[1100];     /* --data DIR */
     char ready[1100];    /* --ready-file FILE */
     char log[1100];      /* the server's stderr (appended across restarts) */
 } test_server;
 
-/* Starts `cloudprof serve --agent-host 127.0.0.1 --agent-port 0 --http-host 127.0.0.1
+/* Starts `cloudprof serve --agent-host 127.0.0.1 --agent-port auto --http-host 127.0.0.1
  * --http-port 0 --data ROOT/data --ready-file ROOT/ready [extra...]` on a fresh temporary ROOT and waits (<= SRV_TIMEOUT_MS) for
  * the ready file. Compaction is off (--compact-every 0) unless extra says --compact-every. extra is a NULL-terminated argument list, or NULL. */
 void server_start(test_server *s, const char *tag, const char *const *extra);
 /* Starts the server again on the same data directory (after server_stop/server_kill). */
 void server_restart(test_server *s, const char *const *extra);
+/* Waits (generously: 120 s) until the recovery worker of a (re)started server has finished a
+ * pass with nothing left (/api/v1/health's recovery object): before it, stream files of
+ * the previous run may still be cut and their calls stored in the background. */
+void server_wait_recovered(const test_server *s);
 /* SIGTERM, then waits <= SRV_TIMEOUT_MS for the exit; fails the test unless the server exits with
  * status 0 in time (it is killed if it hangs). Returns the wait status. */
 int server_stop(test_server *s);
@@ -88,6 +94,10 @@ size_t agent_put_data(cp_buf *b, const uint8_t handle[16], const uint8_t *p, siz
  * killed). Fails the test if it runs for more than CLI_TIMEOUT_MS (a hang guard). */
 #define CLI_TIMEOUT_MS 180000
 int cli_run(cp_buf *out, cp_buf *err, const char *const *argv);
+/* `cloudprof emulate --target 127.0.0.1:PORT --json --quiet [extra...]` against s (extra
+ * NULL-terminated); fails the test unless it exits 0. Returns its summary, the last line
+ * of its stdout, parsed (json_decref it). */
+json_t *cli_emulate(const test_server *s, const char *const *extra);
 /* `cloudprof raw --data DIR --namespace NS --pod POD --stream NAME --index N` -> out. */
 void raw_fetch(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out);
 /* The same with a torn tail the server cut off (cloudprof raw --torn): every byte the

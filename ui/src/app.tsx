@@ -4,6 +4,7 @@
 
 import { useEffect, useState } from 'preact/hooks';
 import { apiGet, type ServerConfig } from './lib/api';
+import type { Me } from './lib/auth';
 import { AppContext, type AppState } from './lib/ctx';
 import { loadZone, resolveZone, saveZone, setServerNow } from './lib/time';
 import { buildUrl, navigate, useRoute } from './lib/url';
@@ -18,9 +19,12 @@ export function App() {
   const route = useRoute();
   const [zoneChoice, setZoneChoice] = useState(loadZone());
   const [config, setConfig] = useState<ServerConfig | null>(null);
+  const [me, setMe] = useState<Me | null>(null);
   const [, setClockTick] = useState(0);
 
   useEffect(() => {
+    // who is logged in first: a 401 of --auth oidc goes to the login page (lib/api.ts)
+    apiGet<Me>('/me').then(setMe).catch(() => {});
     apiGet<{ now_ms: number }>('/time').then((t) => { setServerNow(t.now_ms); setClockTick(1); }).catch(() => {});
     apiGet<ServerConfig>('/config').then(setConfig).catch(() => {});
   }, []);
@@ -30,6 +34,7 @@ export function App() {
     zone: resolveZone(zoneChoice),
     setZone: (z) => { saveZone(z); setZoneChoice(z); },
     config,
+    me,
   };
 
   let page;

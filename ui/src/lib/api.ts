@@ -1,6 +1,9 @@
 // api.ts -- the /api/v1 client (docs/API.md). Every request takes an AbortSignal so a
 // screen that changes its filters cancels the answer it no longer wants. Errors become
-// ApiError with the server's JSON fields (status, code, message).
+// ApiError with the server's JSON fields (status, code, message). A 401 of --auth oidc
+// sends the browser to the login page (lib/auth.ts).
+
+import { goLogin, wantsOidcLogin } from './auth';
 
 export class ApiError extends Error {
   status: number;
@@ -36,6 +39,7 @@ export async function decode<T>(res: Response): Promise<T> {
   let body: any = null;
   try { body = text ? JSON.parse(text) : null; } catch { body = null; }
   if (!res.ok) {
+    if (wantsOidcLogin(res.status, body)) goLogin();
     const msg = body && typeof body.error === 'string' ? body.error : `HTTP ${res.status} ${res.statusText}`;
     throw new ApiError(res.status, body?.code ?? 'http_error', msg, body ?? {});
   }
@@ -220,6 +224,7 @@ export interface DumpsSummary { from: number; to: number; truncated: boolean; po
 
 export interface ServerConfig {
   version: string;
+  auth?: 'none' | 'basic' | 'oidc';
   features: Record<string, unknown>;
   limits: Record<string, number>;
   default_duration: string;

@@ -4,6 +4,7 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 import type { ServerConfig, ServicesResp } from './api';
+import type { Me } from './auth';
 import { DEFAULT_FROM, DEFAULT_TO, isRelative, parseTimeExpr, serverNow } from './time';
 
 export interface AppState {
@@ -11,10 +12,11 @@ export interface AppState {
   zone: string;                  // the IANA zone in force
   setZone: (choice: string) => void;
   config: ServerConfig | null;
+  me: Me | null;                 // GET /api/v1/me (null until it answers)
 }
 
 export const AppContext = createContext<AppState>({
-  zoneChoice: 'UTC', zone: 'UTC', setZone: () => {}, config: null,
+  zoneChoice: 'UTC', zone: 'UTC', setZone: () => {}, config: null, me: null,
 });
 
 export function useApp(): AppState {

@@ -7,6 +7,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { apiGet, isAbort, type ServicesResp } from '../lib/api';
+import { badgeText, badgeTitle } from '../lib/auth';
 import { resolveWindow, selectionFromParams, useApp, type Selection, type Win } from '../lib/ctx';
 import { buildUrl, contextParams, navigate, type Route } from '../lib/url';
 import { ImportDialog, useFileDrag, type DroppedFile } from './ImportDialog';
@@ -75,6 +76,12 @@ export function Shell({ route, screen }: { route: Route; screen: (p: ScreenProps
           <button type="button" class="btn btn-ghost" title="Reload the data" data-testid="refresh"
             onClick={() => setRefresh(refresh + 1)}>⟳</button>
           <span class="muted small">{app.config ? `v${app.config.version}` : ''}</span>
+          {app.me && badgeText(app.me) && (
+            <span class="user-badge small" data-testid="user-badge" title={badgeTitle(app.me)}>{badgeText(app.me)}</span>
+          )}
+          {app.me?.logout && (
+            <a class="btn btn-ghost" data-testid="logout" href={app.me.logout}>Log out</a>
+          )}
         </div>
       </header>
       <PeriodBar win={win} onToast={setToast} />

@@ -43,7 +43,7 @@ function OfflineApp({ payload }: { payload: OfflinePayload }) {
       });
     },
   };
-  const app: AppState = { zoneChoice, zone: resolveZone(zoneChoice), setZone: setZoneChoice, config: null };
+  const app: AppState = { zoneChoice, zone: resolveZone(zoneChoice), setZone: setZoneChoice, config: null, me: null };
   const zones = [...new Set([payload.zone || BROWSER, BROWSER, 'UTC'])];
   const zonePicker = (
     <label class="muted small" title="Display time zone">zone&nbsp;
