@@ -860,40 +860,21 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
      * a few hundred connections, where poll costs nothing. */
     if (jobs_start(&h->jobs, cfg->dump_workers ? cfg->dump_workers : 2) != CP_OK) {
         snprintf(err, errlen, "http: cannot start the upload workers");
-        pool_free(&h->pool);
-        free(h);
-        return CP_ENOMEM;
+        st = CP_ENOMEM;
+        goto fail_pool;
     }
     /* streamed queries: fewer workers than readers, so plain requests always find one */
     if (jobs_start(&h->queries, cfg->threads > 2 ? cfg->threads / 2 : 1) != CP_OK) {
         snprintf(err, errlen, "http: cannot start the query workers");
-        jobs_stop(&h->jobs);
-        jobs_free(&h->jobs);
-        pool_free(&h->pool);
-        free(h);
-        return CP_ENOMEM;
+        st = CP_ENOMEM;
+        goto fail_jobs;
     }
     if (jobs_start(&h->imports, cfg->import_workers ? cfg->import_workers : 2) != CP_OK) {
         snprintf(err, errlen, "http: cannot start the import workers");
-        jobs_stop(&h->jobs);
-        jobs_free(&h->jobs);
-        jobs_stop(&h->queries);
-        jobs_free(&h->queries);
-        pool_free(&h->pool);
-        free(h);
-        return CP_ENOMEM;
+        st = CP_ENOMEM;
+        goto fail_queries;
     }
-    if ((st = http_guard_start(h, err, errlen)) != CP_OK) {
-        jobs_stop(&h->jobs);
-        jobs_free(&h->jobs);
-        jobs_stop(&h->queries);
-        jobs_free(&h->queries);
-        jobs_stop(&h->imports);
-        jobs_free(&h->imports);
-        pool_free(&h->pool);
-        free(h);
-        return st;
-    }
+    if ((st = http_guard_start(h, err, errlen)) != CP_OK) goto fail_imports;
     pthread_mutex_init(&h->imports_mu, NULL);
     pthread_mutex_init(&h->streams_mu, NULL);
     http_metrics_init(h); /* the first answers count */
@@ -928,18 +909,10 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         http_auth_stop(h);
         http_tls_free(h);
         http_metrics_free(h);
-        jobs_stop(&h->jobs);
-        jobs_free(&h->jobs);
-        jobs_stop(&h->queries);
-        jobs_free(&h->queries);
-        jobs_stop(&h->imports);
-        jobs_free(&h->imports);
         pthread_mutex_destroy(&h->imports_mu);
         pthread_mutex_destroy(&h->streams_mu);
         http_guard_stop(h);
-        pool_free(&h->pool);
-        free(h);
-        return st;
+        goto fail_imports;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : cfg->port;
@@ -947,6 +920,20 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
              cfg->host ? cfg->host : "0.0.0.0", h->port, cfg->threads, cfg->header_timeout_s, cfg->max_per_client);
     *out = h;
     return CP_OK;
+
+fail_imports:
+    jobs_stop(&h->imports);
+    jobs_free(&h->imports);
+fail_queries:
+    jobs_stop(&h->queries);
+    jobs_free(&h->queries);
+fail_jobs:
+    jobs_stop(&h->jobs);
+    jobs_free(&h->jobs);
+fail_pool:
+    pool_free(&h->pool);
+    free(h);
+    return st;
 }
 
 int cp_http_port(const cp_http *h) { return h->port; }

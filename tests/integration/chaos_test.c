@@ -138,16 +138,6 @@ static long long check_raw(const test_server *s, long long stored[8])
     return calls;
 }
 
-static long long api_total(const test_server *s, int64_t from, int64_t to)
-{
-    char path[256];
-    snprintf(path, sizeof path, "/api/v1/calls/stats?from=%lld&to=%lld", (long long)from, (long long)to);
-    json_t *st = http_get_json(s->http_port, path, 200);
-    long long n = json_integer_value(json_object_get(st, "total"));
-    json_decref(st);
-    return n;
-}
-
 /* `cloudprof compact` on the server's storage; s3_endpoint overrides the pair's. */
 static int compact(const env *e, const char *s3_endpoint, int64_t until, cp_buf *out)
 {
@@ -245,7 +235,7 @@ static void test_chaos(void **state)
     assert_true(raw_calls >= json_integer_value(json_object_get(sum, "calls_sent")));
     /* the agents came back after the kills: the test saw more than the first seconds */
     if (json_integer_value(json_object_get(sum, "reconnects")) < 1) server_fail(&e.s, "the agents never reconnected");
-    for (int i = 0; i < 1200 && (api = api_total(&e.s, from, to)) != raw_calls; i++) sleep_ms(50);
+    for (int i = 0; i < 1200 && (api = api_calls_total(&e.s, from, to)) != raw_calls; i++) sleep_ms(50);
     printf("%lld calls in the raw log, %lld in the API\n", raw_calls, api);
     if (api != raw_calls) server_fail(&e.s, "%lld calls in the raw log but %lld in the API", raw_calls, api);
     server_stop(&e.s); /* the compactor is the CLI's, below */
@@ -264,7 +254,7 @@ static void test_chaos(void **state)
     assert_null(strstr((const char *)out.data, "compacted 0 claims"));
     server_restart(&e.s, e.args);
     snprintf(e.s.data, sizeof e.s.data, "%.1000s", e.data);
-    api = api_total(&e.s, from, to);
+    api = api_calls_total(&e.s, from, to);
     printf("after compaction: %lld calls in the API\n", api);
     assert_int_equal(api, raw_calls);
     cp_buf_free(&out);

@@ -536,40 +536,46 @@ static void fail_cli(const char *what, int status, const cp_buf *err)
              err->data ? (const char *)err->data : "");
 }
 
-void raw_fetch(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out)
+/* `cloudprof raw` of one stream file, with_torn: followed by its cut-off torn tail. */
+static void raw_fetch_file(const test_server *s, const char *ns, const char *pod, const char *stream, int index,
+                           int with_torn, cp_buf *out)
 {
     char idx[16];
     snprintf(idx, sizeof idx, "%d", index);
     const char *argv[] = {"raw", "--data", s->data, "--namespace", ns, "--pod", pod,
-                          "--stream", stream, "--index", idx, NULL};
+                          "--stream", stream, "--index", idx, with_torn ? "--torn" : NULL, NULL};
     cp_buf err;
     cp_buf_init(&err);
     cp_buf_init(out);
     int st = cli_run(out, &err, argv);
     if (st != 0) {
         char what[512];
-        snprintf(what, sizeof what, "cloudprof raw --pod %s --stream %s --index %d", pod, stream, index);
+        snprintf(what, sizeof what, "cloudprof raw%s --pod %s --stream %s --index %d", with_torn ? " --torn" : "", pod,
+                 stream, index);
         fail_cli(what, st, &err);
     }
     cp_buf_free(&err);
 }
 
+void raw_fetch(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out)
+{
+    raw_fetch_file(s, ns, pod, stream, index, 0, out);
+}
+
 void raw_fetch_sent(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out)
 {
-    char idx[16];
-    snprintf(idx, sizeof idx, "%d", index);
-    const char *argv[] = {"raw", "--data", s->data, "--namespace", ns, "--pod", pod,
-                          "--stream", stream, "--index", idx, "--torn", NULL};
-    cp_buf err;
-    cp_buf_init(&err);
-    cp_buf_init(out);
-    int st = cli_run(out, &err, argv);
-    if (st != 0) {
-        char what[512];
-        snprintf(what, sizeof what, "cloudprof raw --torn --pod %s --stream %s --index %d", pod, stream, index);
-        fail_cli(what, st, &err);
-    }
-    cp_buf_free(&err);
+    raw_fetch_file(s, ns, pod, stream, index, 1, out);
+}
+
+/* /api/v1/calls/stats's total for [from, to). */
+long long api_calls_total(const test_server *s, int64_t from, int64_t to)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/calls/stats?from=%lld&to=%lld", (long long)from, (long long)to);
+    json_t *st = http_get_json(s->http_port, path, 200);
+    long long n = json_integer_value(json_object_get(st, "total"));
+    json_decref(st);
+    return n;
 }
 
 size_t raw_list(const test_server *s, raw_entry **entries)

@@ -103,6 +103,8 @@ void raw_fetch(const test_server *s, const char *ns, const char *pod, const char
 /* The same with a torn tail the server cut off (cloudprof raw --torn): every byte the
  * agent sent for the file. */
 void raw_fetch_sent(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out);
+/* /api/v1/calls/stats's total for [from, to). */
+long long api_calls_total(const test_server *s, int64_t from, int64_t to);
 
 typedef struct raw_entry {
     char ns[256];
