@@ -36,7 +36,8 @@ static void ossl_err(char *err, size_t errlen, const char *what)
     }
     char r[200];
     ERR_error_string_n(last, r, sizeof r);
-    snprintf(err, errlen, "%s: %s", what, r);
+    /* the result is used so that a long reason may be cut without a warning */
+    if (snprintf(err, errlen, "%s: %s", what, r) < 0) err[0] = 0;
 }
 
 /* TLS 1.2 and 1.3 only, no renegotiation, no tickets or session cache (every agent

@@ -478,8 +478,8 @@ static int define_string(walk *w)
 {
     static const char what[] = "string definition (tag 1)";
     cp_cbt_dec *d = w->d;
-    seq s;
-    uint64_t id;
+    seq s = {0};
+    uint64_t id = 0;
     int st;
     cp_buf_reset(&d->text);
     if ((st = seq_open(w, &s, what)) || (st = seq_need(w, &s, what)) || (st = read_uint(w, &id, "string id")) ||
@@ -494,8 +494,8 @@ static int define_method(walk *w)
 {
     static const char what[] = "method definition (tag 2)";
     cp_cbt_dec *d = w->d;
-    seq s;
-    uint64_t id;
+    seq s = {0};
+    uint64_t id = 0;
     method_def m;
     int st;
     if ((st = seq_open(w, &s, what)) || (st = seq_need(w, &s, what)) || (st = read_uint(w, &id, "method id")) ||
@@ -564,7 +564,7 @@ static int word_bytes(walk *w, const char *what, size_t *at)
 static int trace_begin(walk *w, int64_t *clock)
 {
     static const char what[] = "TraceBegin (tag 33)";
-    seq s;
+    seq s = {0};
     cp_cbt_head h;
     int st;
     if ((st = seq_open(w, &s, what)) || (st = seq_need(w, &s, what)) || (st = head(w, &h))) return st;
@@ -684,7 +684,7 @@ static int attributes(walk *w, size_t at)
 static int stack_frame(walk *w, cp_buf *out)
 {
     static const char what[] = "stack element";
-    seq s;
+    seq s = {0};
     cp_cbt_head h;
     int st;
     if ((st = seq_open(w, &s, what)) || (st = seq_need(w, &s, what))) return st;
@@ -716,7 +716,7 @@ static int exception_body(walk *w, seq *s, cp_buf *out, size_t at)
 {
     static const char what[] = "exception (tag 34)";
     cp_cbt_head h;
-    seq stack;
+    seq stack = {0};
     int st;
     if ((st = seq_need(w, s, what)) || (st = skip_item(w)) || /* id: identityHashCode, not kept */
         (st = seq_need(w, s, what)) || (st = put_string(w, out, "exception class")) || (st = seq_need(w, s, what)))
