@@ -7,9 +7,9 @@
  * into a fresh database:
  *   (a) catalog  cp_catalog_call_put + cp_catalog_commit every --commit calls (2000): the
  *                product's path (binary COPY per window, status checks, counters);
- *   (b) raw      the simplest code that loads the same rows: one calls_/traces_ table pair
- *                with the same DDL, per batch of --commit rows BEGIN, COPY calls, COPY
- *                traces (binary, encoded by hand below), COMMIT.
+ *   (b) raw      the simplest code that loads the same rows: one calls_ table with the
+ *                same DDL (the trace blob a column since issue 18), per batch of --commit
+ *                rows BEGIN, COPY calls (binary, encoded by hand below), COMMIT.
  * 3 repetitions (--reps), the order alternating; the median of each is reported with
  * the ratio (goal: catalog >= 80 % of raw). Then the dictionary: --words words through
  * cp_catalog_dict_put (COPY into a temporary table, one upsert per commit) against one
@@ -291,21 +291,20 @@ static int run_raw(const char *url, const cp_call *calls, size_t n, size_t commi
         PQfinish(c);
         return 0;
     }
-    cp_buf ddl, bc, bt;
-    cp_buf_init(&ddl), cp_buf_init(&bc), cp_buf_init(&bt);
+    cp_buf ddl, bc;
+    cp_buf_init(&ddl), cp_buf_init(&bc);
     int ok = cp_pg_window_ddl(&ddl, "raw") == CP_OK && cp_buf_putc(&ddl, 0) == CP_OK &&
              exec_ok(c, (const char *)ddl.data);
-    char copy_calls[1024], copy_traces[512];
+    char copy_calls[1024];
     snprintf(copy_calls, sizeof copy_calls, "COPY calls_raw (%s) FROM STDIN (FORMAT binary)", cp_pg_calls_columns);
-    snprintf(copy_traces, sizeof copy_traces, "COPY traces_raw (%s) FROM STDIN (FORMAT binary)", cp_pg_traces_columns);
     double t0 = now_s();
     for (size_t from = 0; ok && from < n; from += commit) {
         size_t to = from + commit < n ? from + commit : n;
-        cp_buf_reset(&bc), cp_buf_reset(&bt);
+        cp_buf_reset(&bc);
         for (size_t i = from; i < to; i++) {
             const cp_call *x = &calls[i];
             int64_t id = (int64_t)i + 1, ph = (int64_t)cp_pod_hash(x->ns, x->ns_len, x->pod, x->pod_len);
-            put16(&bc, 31);
+            put16(&bc, CP_PG_CALLS_FIELDS);
             f64(&bc, id), f64(&bc, x->ts_ms), f64(&bc, x->cpu_time), f64(&bc, x->wait_time);
             f64(&bc, x->memory_used), f32(&bc, x->duration_ms), f64(&bc, x->non_blocking);
             f32(&bc, x->queue_wait_ms), f32(&bc, x->suspend_ms), f32(&bc, x->calls), f64(&bc, x->transactions);
@@ -317,14 +316,12 @@ static int run_raw(const char *url, const cp_call *calls, size_t n, size_t commi
             fbytes(&bc, x->method, x->method_len), fbytes(&bc, x->thread, x->thread_len), f32(&bc, x->error);
             f64(&bc, ph);
             put32(&bc, 0xFFFFFFFFu); /* trace_reason NULL */
-            put16(&bt, 8);
-            f64(&bt, id), fbytes(&bt, x->pod, x->pod_len), f64(&bt, x->restart_ms), f32(&bt, x->trace_file_index);
-            f32(&bt, x->buffer_offset), f32(&bt, x->record_index), f64(&bt, ph), fbytes(&bt, x->trace, x->trace_len);
+            fbytes(&bc, x->trace, x->trace_len);
         }
-        ok = exec_ok(c, "BEGIN") && copy(c, copy_calls, &bc) && copy(c, copy_traces, &bt) && exec_ok(c, "COMMIT");
+        ok = exec_ok(c, "BEGIN") && copy(c, copy_calls, &bc) && exec_ok(c, "COMMIT");
     }
     *secs = now_s() - t0;
-    cp_buf_free(&ddl), cp_buf_free(&bc), cp_buf_free(&bt);
+    cp_buf_free(&ddl), cp_buf_free(&bc);
     PQfinish(c);
     return ok;
 }

@@ -93,6 +93,20 @@ extern const size_t cp_system_idle_default_count;
  * /probes/{live,ready}, case-insensitively). Thread-safe. */
 int cp_system_call(const cp_call_view *v, const char *const *idle, size_t nidle);
 
+/* The method part of cp_system_call's verdict remembered by method text: the hot
+ * writers test millions of calls of a few thousand methods, and the idle list and
+ * markers cost ~20 substring scans of each method. A memo belongs to one thread and one
+ * idle list; zero-filled (or cp_system_memo_clear) is empty. A slot keeps a 64-bit hash
+ * of the text, so two texts meet in one slot only by a hash collision. */
+#define CP_SYSTEM_MEMO_SLOTS 4096
+typedef struct cp_system_memo {
+    uint64_t key[CP_SYSTEM_MEMO_SLOTS]; /* hash | 1 (0 = empty); bit 0 of val = verdict */
+    uint8_t val[CP_SYSTEM_MEMO_SLOTS];
+} cp_system_memo;
+void cp_system_memo_clear(cp_system_memo *m);
+/* cp_system_call through the memo (same answer). */
+int cp_system_call_memo(cp_system_memo *m, const cp_call_view *v, const char *const *idle, size_t nidle);
+
 /* ---- sort columns ------------------------------------------------------------------ */
 
 /* "duration" / "-duration" (the API's field names, "-" = descending; "+" or nothing =

@@ -21,6 +21,7 @@
 #define CP_ROLLUP_H
 
 #include "model/cp_model.h"
+#include "query/cp_query.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -45,6 +46,8 @@ int64_t cp_rollup_idle_fp(const char *const *idle, size_t n);
 /* The flags of a call under the idle list; error: it carries `call.red` (cp_call.error
  * where the caller has it right, else cp_params_has_red). */
 int cp_rollup_flags_of(const cp_call *c, int error, const char *const *idle, size_t n);
+/* The same through a memo of method verdicts (cp_system_call_memo); memo NULL = none. */
+int cp_rollup_flags_memo(cp_system_memo *memo, const cp_call *c, int error, const char *const *idle, size_t n);
 
 /* The slowest call of an entry (its pod is the entry's). */
 typedef struct cp_rollup_point {

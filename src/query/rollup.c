@@ -49,14 +49,19 @@ int64_t cp_rollup_idle_fp(const char *const *idle, size_t n)
     return (int64_t)(cp_mix64(h) >> 1);
 }
 
-int cp_rollup_flags_of(const cp_call *c, int error, const char *const *idle, size_t n)
+int cp_rollup_flags_memo(cp_system_memo *memo, const cp_call *c, int error, const char *const *idle, size_t n)
 {
     int f = error ? CP_ROLLUP_F_ERROR : 0;
     cp_call_view v = {c->method ? c->method : "", c->method ? c->method_len : 0,
                       c->pod ? c->pod : "",       c->pod ? c->pod_len : 0,
                       c->params_json ? c->params_json : "", c->params_json ? c->params_json_len : 0};
-    if (cp_system_call(&v, idle, n)) f |= CP_ROLLUP_F_SYSTEM;
+    if (memo ? cp_system_call_memo(memo, &v, idle, n) : cp_system_call(&v, idle, n)) f |= CP_ROLLUP_F_SYSTEM;
     return f;
+}
+
+int cp_rollup_flags_of(const cp_call *c, int error, const char *const *idle, size_t n)
+{
+    return cp_rollup_flags_memo(NULL, c, error, idle, n);
 }
 
 /* ---- points and entries ------------------------------------------------------------------ */

@@ -64,12 +64,15 @@ static int name_hides(void *ud, const char *name, size_t nlen)
     return name_is(name, nlen, "call.idle") || name_is(name, nlen, "async.absorbed");
 }
 
-int cp_system_call(const cp_call_view *v, const char *const *idle, size_t nidle)
+static int method_hides(const char *m, size_t n, const char *const *idle, size_t nidle)
 {
-    const char *m = v->method ? v->method : "";
     for (size_t i = 0; i < nidle; i++)
-        if (idle[i][0] && memmem(m, v->method_len, idle[i], strlen(idle[i]))) return 1;
-    if (has_marker(m, v->method_len)) return 1;
+        if (idle[i][0] && memmem(m, n, idle[i], strlen(idle[i]))) return 1;
+    return has_marker(m, n);
+}
+
+static int params_hide(const cp_call_view *v)
+{
     if (!v->params_json || v->params_json_len == 0) return 0;
     /* Parsing the params costs an allocation; most rows have none of the names or
      * markers anywhere in their text, and those need no parse. */
@@ -77,4 +80,28 @@ int cp_system_call(const cp_call_view *v, const char *const *idle, size_t nidle)
     size_t n = v->params_json_len;
     if (!memmem(j, n, "call.idle", 9) && !memmem(j, n, "async.absorbed", 14) && !has_marker(j, n)) return 0;
     return cp_params_walk(j, n, name_hides, param_hides, NULL) > 0;
+}
+
+int cp_system_call(const cp_call_view *v, const char *const *idle, size_t nidle)
+{
+    const char *m = v->method ? v->method : "";
+    return method_hides(m, v->method_len, idle, nidle) || params_hide(v);
+}
+
+void cp_system_memo_clear(cp_system_memo *m) { memset(m, 0, sizeof *m); }
+
+int cp_system_call_memo(cp_system_memo *memo, const cp_call_view *v, const char *const *idle, size_t nidle)
+{
+    const char *m = v->method ? v->method : "";
+    uint64_t h = cp_mix64(cp_fnv64(CP_FNV_SEED, m, v->method_len) ^ (uint64_t)v->method_len) | 1u;
+    size_t slot = (size_t)(h >> 1) & (CP_SYSTEM_MEMO_SLOTS - 1);
+    int hides;
+    if (memo->key[slot] == h) {
+        hides = memo->val[slot] & 1;
+    } else {
+        hides = method_hides(m, v->method_len, idle, nidle);
+        memo->key[slot] = h;
+        memo->val[slot] = (uint8_t)hides;
+    }
+    return hides || params_hide(v);
 }

@@ -143,6 +143,21 @@ static const char *const migrations[] = {
 
     /* 6: pod_restarts.hot_complete, as SQLite's migration 6 */
     "ALTER TABLE pod_restarts ADD COLUMN hot_complete integer NOT NULL DEFAULT 1;",
+
+    /* 7: one table per hot window, as SQLite's migration 7: each calls_ table gets the
+     * trace column, filled from its traces_ table, which is dropped */
+    "DO $$ DECLARE t record; tr text; BEGIN"
+    " FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = ANY (current_schemas(false))"
+    "  AND tablename ~ '^calls_[0-9]{8}_[0-9]{4}(_[1-9][0-9]{0,5})?$' LOOP"
+    "  EXECUTE format('ALTER TABLE %I ADD COLUMN IF NOT EXISTS trace bytea', t.tablename);"
+    "  tr := 'traces_' || substr(t.tablename, 7);"
+    "  IF to_regclass(tr) IS NOT NULL THEN"
+    "   EXECUTE format('UPDATE %I c SET trace = x.trace FROM %I x WHERE x.id = c.id', t.tablename, tr);"
+    "   EXECUTE format('DROP TABLE %I', tr);"
+    "  END IF;"
+    " END LOOP;"
+    " DELETE FROM inventory WHERE table_type = 'traces';"
+    "END $$;",
 };
 
 int cp_catalog_pg_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -883,7 +898,7 @@ static int claim_once(pg_catalog *c, const cp_compact_opts *o, cp_compact_job *j
         const void *v[] = {&hour, &hour_end, &o->until_ms};
         rows = cp_pg_query(c,
                            "SELECT table_name, table_type, start_time, end_time, batch, coalesce(rows_count, 0), true"
-                           " FROM inventory WHERE table_type IN ('calls', 'traces') AND start_time >= $1"
+                           " FROM inventory WHERE table_type = 'calls' AND start_time >= $1"
                            " AND start_time < $2 AND end_time <= $3 AND status = 'ready'"
                            " ORDER BY table_name FOR UPDATE",
                            "bbb", v, NULL, 0, "lock windows to compact");
@@ -955,7 +970,7 @@ static const char compact_columns[] =
     " c.suspend_duration, c.calls, c.transactions, c.logs_generated, c.logs_written, c.file_read, c.file_written,"
     " c.net_read, c.net_written, c.namespace, c.service_name, c.pod_name, c.restart_time, c.method, c.params,"
     " c.trace_file_index, c.buffer_offset, c.record_index, c.method_name, c.thread, c.error, c.trace_reason,"
-    " t.trace, c.pod_hash";
+    " c.trace, c.pod_hash";
 
 static int64_t col64(const PGresult *r, int i, int k) { return (int64_t)cp_be64((const uint8_t *)PQgetvalue(r, i, k)); }
 static int32_t col32(const PGresult *r, int i, int k) { return (int32_t)cp_be32((const uint8_t *)PQgetvalue(r, i, k)); }
@@ -1007,8 +1022,7 @@ static int compact_query(pg_catalog *c, PGresult *r, cp_buf *q)
     for (int i = 0; i < PQntuples(r) && st == CP_OK; i++) {
         char suffix[CP_HOT_SUFFIX_LEN + 8];
         if (!suffix_of(PQgetvalue(r, i, 0), suffix, sizeof suffix)) continue;
-        st = cp_buf_printf(q, "%sSELECT %s FROM calls_%s c LEFT JOIN traces_%s t ON t.id = c.id",
-                           n++ ? " UNION ALL " : "", compact_columns, suffix, suffix);
+        st = cp_buf_printf(q, "%sSELECT %s FROM calls_%s c", n++ ? " UNION ALL " : "", compact_columns, suffix);
     }
     /* the duration range (cp_cold_range_of) as a CASE over the seed's bounds */
     if (st == CP_OK)
@@ -1033,7 +1047,6 @@ static int pg_compact_calls(cp_catalog *base, const cp_compact_job *job, cp_call
     PGresult *r = cp_pg_query(c,
                               "SELECT table_name FROM inventory WHERE claim = $1 AND table_type = 'calls'"
                               " AND to_regclass(table_name) IS NOT NULL"
-                              " AND to_regclass('traces_' || substr(table_name, 7)) IS NOT NULL"
                               " ORDER BY start_time, batch",
                               "t", v, NULL, 0, "list a claim's windows");
     if (!r) return CP_EIO;
@@ -1228,7 +1241,7 @@ static int drop_tables(pg_catalog *c, PGresult *r)
     for (int i = 0; i < PQntuples(r) && st == CP_OK; i++) {
         char suffix[CP_HOT_SUFFIX_LEN + 8];
         if (!suffix_of(PQgetvalue(r, i, 0), suffix, sizeof suffix)) continue;
-        st = cp_buf_printf(&sql, "%scalls_%s, traces_%s", n++ ? ", " : "DROP TABLE IF EXISTS ", suffix, suffix);
+        st = cp_buf_printf(&sql, "%scalls_%s", n++ ? ", " : "DROP TABLE IF EXISTS ", suffix);
     }
     if (st == CP_OK) st = cp_buf_putc(&sql, 0);
     if (st != CP_OK) st = cp_pg_failf(c, CP_ENOMEM, "out of memory");

@@ -162,6 +162,12 @@ static const char *const migrations[] = {
      * (a crash, a commit the disk refused) is assembled again from its raw files. Rows
      * from before are taken as complete; new restarts start at 0. */
     "ALTER TABLE pod_restarts ADD COLUMN hot_complete INTEGER NOT NULL DEFAULT 1;",
+
+    /* 7: one table per hot window (issue 18): the trace blob becomes the calls_ row's
+     * `trace` column. fold_traces() moves every traces_ table's blobs into its calls_
+     * table and drops it (before this text runs); the windows' inventory rows of type
+     * traces go with them. */
+    "DELETE FROM inventory WHERE table_type = 'traces';",
 };
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -227,6 +233,62 @@ static int schema_version(sqlite_catalog *c, int *version)
     return rc == SQLITE_ROW ? CP_OK : cp_sq_fail(c, "read schema version");
 }
 
+/* 1 if the table has a column of that name. */
+static int has_column(sqlite3 *db, const char *table, const char *column)
+{
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2", -1, &s, NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, column, -1, SQLITE_STATIC);
+    int yes = sqlite3_step(s) == SQLITE_ROW;
+    sqlite3_finalize(s);
+    return yes;
+}
+
+/* Migration 7's per-window part: every calls_ table gets the trace column, filled from
+ * its traces_ table (same row ids), which is then dropped. Runs in the migration's
+ * transaction, so a crash leaves the old layout whole. */
+static int fold_traces(sqlite_catalog *c)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(c->db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'calls%'", -1,
+                           &q, NULL) != SQLITE_OK)
+        return cp_sq_fail(c, "list hot windows");
+    cp_buf names;
+    cp_buf_init(&names);
+    int st = CP_OK;
+    while (st == CP_OK && sqlite3_step(q) == SQLITE_ROW) {
+        const char *n = (const char *)sqlite3_column_text(q, 0);
+        if (n && cp_hot_calls_name_ok(n)) st = cp_buf_append(&names, n, strlen(n) + 1);
+    }
+    sqlite3_finalize(q);
+    if (st != CP_OK) {
+        cp_buf_free(&names);
+        return st;
+    }
+    char sql[512];
+    for (size_t off = 0; st == CP_OK && off < names.len;) {
+        const char *calls = (const char *)names.data + off;
+        off += strlen(calls) + 1;
+        const char *suffix = calls + strlen("calls_");
+        if (!has_column(c->db, calls, "trace")) {
+            snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN trace BLOB", calls);
+            st = cp_sq_exec(c, sql, "add a window's trace column");
+        }
+        char traces[CP_HOT_NAME_LEN + 8];
+        snprintf(traces, sizeof traces, "traces_%s", suffix);
+        if (st != CP_OK || !has_column(c->db, traces, "trace")) continue;
+        snprintf(sql, sizeof sql,
+                 "UPDATE %s SET trace = (SELECT t.trace FROM %s t WHERE t.id = %s.id)"
+                 " WHERE id IN (SELECT id FROM %s); DROP TABLE %s;",
+                 calls, traces, calls, traces, traces);
+        st = cp_sq_exec(c, sql, "move a window's traces into its calls table");
+    }
+    cp_buf_free(&names);
+    return st;
+}
+
 static int apply_migration(sqlite_catalog *c, int version, const char *sql)
 {
     char rec[128];
@@ -238,7 +300,8 @@ static int apply_migration(sqlite_catalog *c, int version, const char *sql)
     int cur;
     st = schema_version(c, &cur);
     if (st == CP_OK && cur < version) {
-        st = cp_sq_exec(c, sql, "apply migration");
+        if (version == 7) st = fold_traces(c);
+        if (st == CP_OK) st = cp_sq_exec(c, sql, "apply migration");
         if (st == CP_OK) st = cp_sq_exec(c, rec, "record migration");
     }
     if (st == CP_OK) return cp_sq_exec(c, "COMMIT", "commit migration");

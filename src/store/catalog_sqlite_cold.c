@@ -159,7 +159,7 @@ static int claim_mark(sqlite_catalog *c, const cp_compact_opts *o, int64_t hour,
     else
         st = prepare(c, c->db,
                      "UPDATE inventory SET status = 'persisting', claim = ?4, claimed_by = ?6, claimed_at = ?7"
-                     " WHERE table_type IN ('calls', 'traces') AND status = 'ready' AND end_time <= ?1"
+                     " WHERE table_type = 'calls' AND status = 'ready' AND end_time <= ?1"
                      " AND start_time >= ?5 AND start_time < ?5 + 3600000",
                      &s);
     if (st != CP_OK) return st;
@@ -279,8 +279,8 @@ static int table_exists(sqlite3 *db, const char *name)
     " method_name, thread, trace_reason, id, pod_hash"
 
 /* The claim's calls in compaction order: one UNION ALL over its tables, sorted by
- * SQLite (on disk if large); traces are fetched by row id per call, so blobs never go
- * through the sorter. */
+ * SQLite (on disk if large); traces are fetched by row id per call (a second statement
+ * on the same table), so blobs never go through the sorter. */
 static int claim_query(sqlite_catalog *c, char (*names)[CP_HOT_NAME_LEN], size_t n, cp_buf *sql)
 {
     /* a compound SELECT may only be ordered by its result columns: sort the union as a
@@ -362,7 +362,7 @@ static int claim_scan(sqlite_catalog *c, char (*names)[CP_HOT_NAME_LEN], size_t 
     if (st == CP_OK) st = prepare(c, c->snap, (const char *)sql.data, &q);
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         char tsql[96];
-        snprintf(tsql, sizeof tsql, "SELECT trace FROM traces_%s WHERE id = ?1", names[i] + strlen("calls_"));
+        snprintf(tsql, sizeof tsql, "SELECT trace FROM %s WHERE id = ?1", names[i]);
         st = prepare(c, c->snap, tsql, &tr[i]);
     }
     int rc = SQLITE_DONE;
@@ -653,8 +653,7 @@ static int finish_windows(sqlite_catalog *c, const char *claim)
     int st = claim_tables(c, c->db, claim, &names, &n);
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         char sql[128];
-        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s; DROP TABLE IF EXISTS traces_%s;", names[i],
-                 names[i] + strlen("calls_"));
+        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", names[i]);
         st = cp_sq_exec(c, sql, "drop a compacted window");
         /* the window's rollups: the claim's rollup files hold them now */
         sqlite3_stmt *d;

@@ -127,9 +127,10 @@ typedef struct cp_catalog_ops {
     int (*stream_open)(cp_catalog *c, const cp_catalog_stream *s);
     /* closed_ms, bytes, status, error of an existing streams row. */
     int (*stream_close)(cp_catalog *c, const cp_catalog_stream *s);
-    /* Hot tier (storage.md "Hot tier"): one assembled call into the calls_/traces_ tables
-     * of the window holding call->ts_ms, inside the open write transaction (so batched
-     * like the rest). A missing window table pair is created on the spot (status
+    /* Hot tier (storage.md "Hot tier", one table per window since issue 18): one
+     * assembled call, with its trace blob, into the calls_ table of the window holding
+     * call->ts_ms, inside the open write transaction (so batched like the rest). A
+     * missing window table is created on the spot (status
      * creating -> ready in `inventory`). Per-window call counts per pod restart are kept
      * for discovery. */
     int (*call_put)(cp_catalog *c, const cp_call *call);

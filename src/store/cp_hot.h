@@ -4,8 +4,8 @@
  * (the HTTP server keeps a small pool). It sees every call the writer (cp_catalog, on
  * the loop thread) has committed. SQLite: WAL readers never block the writer.
  *
- * Calls are stored in window tables (calls_YYYYMMDD_HHMM + traces_YYYYMMDD_HHMM, one
- * pair per window, default 5 minutes, listed in `inventory`). A search runs one ordered
+ * Calls are stored in window tables (calls_YYYYMMDD_HHMM, the trace blob in the row,
+ * one table per window, default 5 minutes, listed in `inventory`). A search runs one ordered
  * query per window that overlaps [from, to) and merges them, so a page costs about
  * `limit` rows per window when the sort column is indexed (ts_ms, duration_ms).
  */

@@ -1,10 +1,11 @@
 /* hot_internal.h -- private to src/store: the SQLite hot tier's window tables (storage.md
  * "Hot tier"; seed 004 "Calls temp table", "Trace temp table", "Temporary Inventory Table").
  *
- * One table pair per time window, named by the window's start in UTC:
- *   calls_YYYYMMDD_HHMM   one row per call (seed columns + what the API needs)
- *   traces_YYYYMMDD_HHMM  the call's trace blob, row id = the call's row id
- * Each table has an `inventory` row (table_type 'calls' / 'traces'). The writer side
+ * One table per time window, named by the window's start in UTC:
+ *   calls_YYYYMMDD_HHMM   one row per call (seed columns + what the API needs + the
+ *                         call's trace blob; the seed's traces_ table was folded into
+ *                         it by migration 7, issue 18)
+ * Each table has an `inventory` row (table_type 'calls'). The writer side
  * (hot_writer.c) is driven by catalog_sqlite.c; the reader is reader_sqlite.c.
  */
 #ifndef CP_HOT_INTERNAL_H
@@ -25,7 +26,7 @@
 #define CP_HOT_MAX_AHEAD_WINDOWS 1024
 /* "YYYYMMDD_HHMM" + NUL */
 #define CP_HOT_SUFFIX_LEN 24 /* "YYYYMMDD_HHMM_<batch>" + NUL, with room */
-/* "traces_" + suffix, with room to spare */
+/* "calls_" + suffix, with room to spare */
 #define CP_HOT_NAME_LEN 32
 
 /* Window length rules: a whole number of minutes (names are per minute) that divides a

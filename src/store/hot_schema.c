@@ -82,9 +82,10 @@ int cp_hot_calls_name_ok(const char *name)
  *    tie-break order (ts desc), so `+duration` needs no big sort of the many calls with
  *    equal small durations; `-duration` scans it backwards and sorts only groups of equal
  *    duration, which are tiny at the top of a log-like distribution.
- *  - traces_*: no index at all. Its INTEGER PRIMARY KEY is the row id of the call in
- *    calls_*, so a trace is found (and the compactor joins) through the table's own
- *    b-tree, and inserts append.
+ *  - the trace blob is a column of the call's row (since migration 7; it was a second
+ *    table, traces_*, before): one b-tree insert per call instead of two, and no second
+ *    copy of the reference columns. SQLite keeps a blob past the page's local limit in
+ *    overflow pages, so scans of the other columns do not read it.
  * Other sort columns (cpu, memory, text columns, ...) scan the window with a top-N sort;
  * windows are small, and an index per column would multiply the insert cost. */
 int cp_hot_window_ddl(cp_buf *out, const char *s)
@@ -102,12 +103,8 @@ int cp_hot_window_ddl(cp_buf *out, const char *s)
         " pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, method INTEGER NOT NULL,"
         " params TEXT NOT NULL, trace_file_index INTEGER NOT NULL, buffer_offset INTEGER NOT NULL,"
         " record_index INTEGER NOT NULL, method_name TEXT NOT NULL, thread TEXT NOT NULL,"
-        " error INTEGER NOT NULL, pod_hash INTEGER NOT NULL, trace_reason TEXT);"
+        " error INTEGER NOT NULL, pod_hash INTEGER NOT NULL, trace_reason TEXT, trace BLOB);"
         "CREATE INDEX IF NOT EXISTS calls_%s_time ON calls_%s (time);"
-        "CREATE INDEX IF NOT EXISTS calls_%s_duration ON calls_%s (duration, time DESC);"
-        "CREATE TABLE IF NOT EXISTS traces_%s ("
-        " id INTEGER PRIMARY KEY, pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL,"
-        " trace_file_index INTEGER NOT NULL, buffer_offset INTEGER NOT NULL, record_index INTEGER NOT NULL,"
-        " pod_hash INTEGER NOT NULL, trace BLOB NOT NULL);",
-        s, s, s, s, s, s);
+        "CREATE INDEX IF NOT EXISTS calls_%s_duration ON calls_%s (duration, time DESC);",
+        s, s, s, s, s);
 }

@@ -33,9 +33,9 @@ typedef struct hot_window {
     char suffix[CP_HOT_SUFFIX_LEN];     /* "YYYYMMDD_HHMM" or, for a late batch, "..._<batch>" */
     int batch;
     uint64_t txn;                       /* the writer transaction that last checked its status */
-    sqlite3_stmt *ins_call, *ins_trace; /* both NULL unless in the statement cache */
+    sqlite3_stmt *ins_call;             /* NULL unless in the statement cache */
     uint64_t used;                      /* statement-cache LRU tick */
-    int64_t new_calls, new_traces;      /* rows since the last flush */
+    int64_t new_calls;                  /* rows since the last flush */
     int rollup;                         /* the window keeps rollups (inventory.rollup) */
     cp_rollup_acc *acc;                 /* its entries since the last flush */
 } hot_window;
@@ -67,8 +67,8 @@ static const char *const ws_sql[WS_COUNT] = {
     [WS_INV_INSERT] = "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name,"
                       " created_time, rows_count, table_size, total_table_size, batch, rollup)"
                       " VALUES (?1, ?2, ?3, 'creating', ?4, ?5, ?6, 0, 0, 0, ?7, 1)",
-    [WS_INV_READY] = "UPDATE inventory SET status = 'ready' WHERE table_name IN (?1, ?2) AND status = 'creating'",
-    [WS_INV_EXTEND] = "UPDATE inventory SET end_time = ?1 WHERE table_name IN (?2, ?3) AND end_time < ?1",
+    [WS_INV_READY] = "UPDATE inventory SET status = 'ready' WHERE table_name = ?1 AND status = 'creating'",
+    [WS_INV_EXTEND] = "UPDATE inventory SET end_time = ?1 WHERE table_name = ?2 AND end_time < ?1",
     [WS_INV_ROWS] = "UPDATE inventory SET rows_count = coalesce(rows_count, 0) + ?1 WHERE table_name = ?2",
     [WS_COUNT_ADD] = "INSERT INTO call_counts (namespace, pod_name, restart_time, window_start, window_end,"
                      " service_name, calls) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
@@ -98,6 +98,7 @@ struct cp_hot_writer {
     cp_buf text;                /* names of the counters */
     cp_buf sql;                 /* scratch for SQL text */
     const char *const *idle;    /* the rollups' idle list (cp_system_call) */
+    cp_system_memo *memo;       /* method verdicts under that list */
     size_t nidle;
     int64_t idle_fp;
 };
@@ -133,8 +134,9 @@ int cp_hot_writer_new(sqlite3 *db, cp_hot_writer **out, char *err, size_t errlen
         w->win_slot = malloc(HOT_WINDOW_SLOTS * sizeof *w->win_slot);
         w->cnt = calloc(HOT_MAX_COUNTS, sizeof *w->cnt);
         w->cnt_slot = malloc(HOT_COUNT_SLOTS * sizeof *w->cnt_slot);
+        w->memo = calloc(1, sizeof *w->memo);
     }
-    if (!w || !w->win || !w->win_slot || !w->cnt || !w->cnt_slot) {
+    if (!w || !w->win || !w->win_slot || !w->cnt || !w->cnt_slot || !w->memo) {
         snprintf(err, errlen, "out of memory");
         cp_hot_writer_free(w);
         return CP_ENOMEM;
@@ -162,8 +164,7 @@ int cp_hot_writer_new(sqlite3 *db, cp_hot_writer **out, char *err, size_t errlen
 static void window_drop_stmts(hot_window *x)
 {
     sqlite3_finalize(x->ins_call);
-    sqlite3_finalize(x->ins_trace);
-    x->ins_call = x->ins_trace = NULL;
+    x->ins_call = NULL;
 }
 
 void cp_hot_writer_set_idle(cp_hot_writer *w, const char *const *idle, size_t n)
@@ -171,6 +172,7 @@ void cp_hot_writer_set_idle(cp_hot_writer *w, const char *const *idle, size_t n)
     w->idle = idle;
     w->nidle = n;
     w->idle_fp = cp_rollup_idle_fp(idle, n);
+    if (w->memo) cp_system_memo_clear(w->memo);
 }
 
 /* Forgets every window (their statements are finalized). Pending row counts are lost:
@@ -202,6 +204,7 @@ void cp_hot_writer_free(cp_hot_writer *w)
     if (w->win && w->win_slot) windows_clear(w);
     for (int i = 0; i < WS_COUNT; i++) sqlite3_finalize(w->st[i]);
     free(w->win);
+    free(w->memo);
     free(w->win_slot);
     free(w->cnt);
     free(w->cnt_slot);
@@ -266,10 +269,9 @@ static int window_remember(cp_hot_writer *w, int64_t start, int64_t end, hot_win
     return CP_OK;
 }
 
-static void window_names(const hot_window *x, char calls[CP_HOT_NAME_LEN], char traces[CP_HOT_NAME_LEN])
+static void window_name(const hot_window *x, char calls[CP_HOT_NAME_LEN])
 {
     snprintf(calls, CP_HOT_NAME_LEN, "calls_%s", x->suffix);
-    snprintf(traces, CP_HOT_NAME_LEN, "traces_%s", x->suffix);
 }
 
 /* One inventory row, status creating. */
@@ -300,10 +302,9 @@ static int inventory_insert(cp_hot_writer *w, const hot_window *x, const char *t
  * open transaction, so other connections see the window complete or not at all. */
 static int window_create(cp_hot_writer *w, const hot_window *x, char *err, size_t errlen)
 {
-    char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-    window_names(x, calls, traces);
+    char calls[CP_HOT_NAME_LEN];
+    window_name(x, calls);
     int st = inventory_insert(w, x, "calls", calls, err, errlen);
-    if (st == CP_OK) st = inventory_insert(w, x, "traces", traces, err, errlen);
     if (st != CP_OK) return st;
     cp_buf_reset(&w->sql);
     if (cp_hot_window_ddl(&w->sql, x->suffix) != CP_OK || cp_buf_putc(&w->sql, 0) != CP_OK) {
@@ -314,19 +315,17 @@ static int window_create(cp_hot_writer *w, const hot_window *x, char *err, size_
         return fail(w, err, errlen, "create window tables");
     sqlite3_stmt *s = w->st[WS_INV_READY];
     sqlite3_bind_text(s, 1, calls, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, traces, -1, SQLITE_TRANSIENT);
     return ws_run(w, WS_INV_READY, err, errlen, "inventory ready");
 }
 
 /* Makes the window's recorded end at least end (window length was raised). */
 static int window_extend(cp_hot_writer *w, hot_window *x, int64_t end, char *err, size_t errlen)
 {
-    char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-    window_names(x, calls, traces);
+    char calls[CP_HOT_NAME_LEN];
+    window_name(x, calls);
     sqlite3_stmt *s = w->st[WS_INV_EXTEND];
     sqlite3_bind_int64(s, 1, end);
     sqlite3_bind_text(s, 2, calls, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, traces, -1, SQLITE_TRANSIENT);
     int st = ws_run(w, WS_INV_EXTEND, err, errlen, "inventory extend");
     if (st == CP_OK && end > x->end) x->end = end;
     return st;
@@ -435,21 +434,17 @@ static int window_prepare_stmts(cp_hot_writer *w, hot_window *x, char *err, size
                            " queue_wait_duration, suspend_duration, calls, transactions, logs_generated,"
                            " logs_written, file_read, file_written, net_read, net_written, namespace,"
                            " service_name, pod_name, restart_time, method, params, trace_file_index,"
-                           " buffer_offset, record_index, method_name, thread, error, pod_hash, trace_reason)"
+                           " buffer_offset, record_index, method_name, thread, error, pod_hash, trace_reason,"
+                           " trace)"
                            " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-                           " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)%c"
-                           "INSERT INTO traces_%s (id, pod_name, restart_time, trace_file_index, buffer_offset,"
-                           " record_index, pod_hash, trace) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                           x->suffix, 0, x->suffix);
+                           " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
+                           x->suffix);
     if (st != CP_OK || cp_buf_putc(&w->sql, 0) != CP_OK) {
         snprintf(err, errlen, "out of memory");
         return CP_ENOMEM;
     }
     const char *sql = (const char *)w->sql.data;
-    const char *second = sql + strlen(sql) + 1;
-    unsigned fl = SQLITE_PREPARE_PERSISTENT;
-    if (sqlite3_prepare_v3(w->db, sql, -1, fl, &x->ins_call, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v3(w->db, second, -1, fl, &x->ins_trace, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &x->ins_call, NULL) != SQLITE_OK) {
         st = fail(w, err, errlen, "prepare window insert");
         window_drop_stmts(x);
         return st;
@@ -493,18 +488,8 @@ static void bind_call(sqlite3_stmt *s, const cp_call *c, int64_t pod_hash)
     sqlite3_bind_int64(s, 29, pod_hash);
     if (c->trace_reason) sqlite3_bind_text(s, 30, c->trace_reason, -1, SQLITE_STATIC);
     else sqlite3_bind_null(s, 30);
-}
-
-static void bind_trace(sqlite3_stmt *s, const cp_call *c, sqlite3_int64 id, int64_t pod_hash)
-{
-    sqlite3_bind_int64(s, 1, id);
-    bind_textn(s, 2, c->pod, c->pod_len);
-    sqlite3_bind_int64(s, 3, c->restart_ms);
-    sqlite3_bind_int(s, 4, c->trace_file_index);
-    sqlite3_bind_int(s, 5, c->buffer_offset);
-    sqlite3_bind_int(s, 6, c->record_index);
-    sqlite3_bind_int64(s, 7, pod_hash);
-    sqlite3_bind_blob64(s, 8, c->trace, (sqlite3_uint64)c->trace_len, SQLITE_STATIC);
+    if (c->trace) sqlite3_bind_blob64(s, 31, c->trace, (sqlite3_uint64)c->trace_len, SQLITE_STATIC);
+    else sqlite3_bind_null(s, 31);
 }
 
 /* Steps an INSERT once and resets it. */
@@ -635,8 +620,8 @@ static int rollup_row(void *ud, const cp_rollup_entry *e)
 static int rollup_flush(cp_hot_writer *w, hot_window *x, char *err, size_t errlen)
 {
     if (!x->acc || !cp_rollup_acc_count(x->acc)) return CP_OK;
-    char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-    window_names(x, calls, traces);
+    char calls[CP_HOT_NAME_LEN];
+    window_name(x, calls);
     rollup_put p = {w, calls, err, errlen};
     int st = cp_rollup_acc_each(x->acc, rollup_row, &p);
     cp_rollup_acc_free(x->acc); /* what a busy window needs is made again next time */
@@ -650,7 +635,7 @@ static int rollup_add(cp_hot_writer *w, hot_window *x, const cp_call *c, char *e
         snprintf(err, errlen, "out of memory");
         return CP_ENOMEM;
     }
-    int flags = cp_rollup_flags_of(c, c->error, w->idle, w->nidle);
+    int flags = cp_rollup_flags_memo(w->memo, c, c->error, w->idle, w->nidle);
     int st = cp_rollup_acc_add(x->acc, c, flags);
     if (st == CP_ELIMIT) { /* full: into the open transaction now, then on */
         st = rollup_flush(w, x, err, errlen);
@@ -678,12 +663,6 @@ int cp_hot_writer_put(cp_hot_writer *w, const cp_call *c, char *err, size_t errl
     st = insert_step(w, x->ins_call, err, errlen, "calls insert");
     if (st != CP_OK) return st;
     x->new_calls++;
-    if (c->trace) {
-        bind_trace(x->ins_trace, c, sqlite3_last_insert_rowid(w->db), (int64_t)ph);
-        st = insert_step(w, x->ins_trace, err, errlen, "traces insert");
-        if (st != CP_OK) return st;
-        x->new_traces++;
-    }
     st = count_add(w, x, ph, c, err, errlen);
     if (st == CP_OK && x->rollup) st = rollup_add(w, x, c, err, errlen);
     return st;
@@ -710,7 +689,7 @@ int cp_hot_writer_dirty(const cp_hot_writer *w)
 {
     if (w->ncnt) return 1;
     for (size_t i = 0; i < w->nwin; i++)
-        if (w->win[i].new_calls || w->win[i].new_traces || (w->win[i].acc && cp_rollup_acc_count(w->win[i].acc)))
+        if (w->win[i].new_calls || (w->win[i].acc && cp_rollup_acc_count(w->win[i].acc)))
             return 1;
     return 0;
 }
@@ -730,13 +709,12 @@ static int flush_rows(cp_hot_writer *w, char *err, size_t errlen)
         hot_window *x = &w->win[i];
         int st = rollup_flush(w, x, err, errlen);
         if (st != CP_OK) return st;
-        if (!x->new_calls && !x->new_traces) continue;
-        char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-        window_names(x, calls, traces);
-        st = x->new_calls ? rows_add(w, calls, x->new_calls, err, errlen) : CP_OK;
-        if (st == CP_OK && x->new_traces) st = rows_add(w, traces, x->new_traces, err, errlen);
+        if (!x->new_calls) continue;
+        char calls[CP_HOT_NAME_LEN];
+        window_name(x, calls);
+        st = rows_add(w, calls, x->new_calls, err, errlen);
         if (st != CP_OK) return st;
-        x->new_calls = x->new_traces = 0;
+        x->new_calls = 0;
     }
     return CP_OK;
 }

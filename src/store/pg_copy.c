@@ -184,31 +184,26 @@ int cp_pg_window_ddl(cp_buf *out, const char *s)
         " restart_time bigint NOT NULL, method integer NOT NULL, params text NOT NULL,"
         " trace_file_index integer NOT NULL, buffer_offset integer NOT NULL, record_index integer NOT NULL,"
         " method_name text COLLATE \"C\" NOT NULL, thread text COLLATE \"C\" NOT NULL,"
-        " error integer NOT NULL, pod_hash bigint NOT NULL, trace_reason text);"
+        " error integer NOT NULL, pod_hash bigint NOT NULL, trace_reason text, trace bytea);"
         "CREATE INDEX IF NOT EXISTS calls_%s_time ON calls_%s (time);"
-        "CREATE INDEX IF NOT EXISTS calls_%s_duration ON calls_%s (duration, time DESC);"
-        "CREATE TABLE IF NOT EXISTS traces_%s ("
-        " id bigint PRIMARY KEY, pod_name text NOT NULL, restart_time bigint NOT NULL,"
-        " trace_file_index integer NOT NULL, buffer_offset integer NOT NULL, record_index integer NOT NULL,"
-        " pod_hash bigint NOT NULL, trace bytea NOT NULL);",
-        s, s, s, s, s, s);
+        "CREATE INDEX IF NOT EXISTS calls_%s_duration ON calls_%s (duration, time DESC);",
+        s, s, s, s, s);
 }
 
 const char cp_pg_calls_columns[] =
     "id, time, cpu_time, wait_time, memory_used, duration, non_blocking, queue_wait_duration, suspend_duration,"
     " calls, transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written,"
     " namespace, service_name, pod_name, restart_time, method, params, trace_file_index, buffer_offset,"
-    " record_index, method_name, thread, error, pod_hash, trace_reason";
-const char cp_pg_traces_columns[] =
-    "id, pod_name, restart_time, trace_file_index, buffer_offset, record_index, pod_hash, trace";
+    " record_index, method_name, thread, error, pod_hash, trace_reason, trace";
 
-int cp_pg_call_tuples(cp_buf *calls, cp_buf *traces, const cp_call *c, int64_t id)
+int cp_pg_call_tuple(cp_buf *calls, const cp_call *c, int64_t id)
 {
     const char *params = c->params_json ? c->params_json : "{}";
     size_t params_len = c->params_json ? c->params_json_len : 2;
     size_t reason_len = c->trace_reason ? strlen(c->trace_reason) : 0;
     size_t text = c->ns_len + c->service_len + c->pod_len + params_len + c->method_len + c->thread_len + reason_len;
-    size_t need = 31 * 4 + 16 * 8 + 12 * 4 + 3 * text;
+    if (c->trace && c->trace_len > INT32_MAX) return CP_ELIMIT;
+    size_t need = 32 * 4 + 16 * 8 + 12 * 4 + 3 * text + (c->trace ? c->trace_len : 0);
     if (cp_pgcopy_tuple(calls, CP_PG_CALLS_FIELDS, need) != CP_OK) return CP_ENOMEM;
     int64_t pod_hash = (int64_t)cp_pod_hash(c->ns, c->ns_len, c->pod, c->pod_len);
     cp_pgcopy_i64(calls, id);
@@ -243,17 +238,7 @@ int cp_pg_call_tuples(cp_buf *calls, cp_buf *traces, const cp_call *c, int64_t i
     cp_pgcopy_i64(calls, pod_hash);
     if (c->trace_reason) cp_pgcopy_text(calls, c->trace_reason, reason_len);
     else cp_pgcopy_null(calls);
-    if (!c->trace) return CP_OK;
-    if (c->trace_len > INT32_MAX) return CP_ELIMIT;
-    need = 8 * 4 + 3 * 8 + 3 * 4 + 3 * c->pod_len + c->trace_len;
-    if (cp_pgcopy_tuple(traces, CP_PG_TRACES_FIELDS, need) != CP_OK) return CP_ENOMEM;
-    cp_pgcopy_i64(traces, id);
-    cp_pgcopy_text(traces, c->pod, c->pod_len);
-    cp_pgcopy_i64(traces, c->restart_ms);
-    cp_pgcopy_i32(traces, c->trace_file_index);
-    cp_pgcopy_i32(traces, c->buffer_offset);
-    cp_pgcopy_i32(traces, c->record_index);
-    cp_pgcopy_i64(traces, pod_hash);
-    cp_pgcopy_bytes(traces, c->trace, c->trace_len);
+    if (c->trace) cp_pgcopy_bytes(calls, c->trace, c->trace_len);
+    else cp_pgcopy_null(calls);
     return CP_OK;
 }

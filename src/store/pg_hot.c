@@ -1,22 +1,22 @@
 /* pg_hot.c -- the hot tier's write side on PostgreSQL (pg_internal.h).
  *
  * cp_pg_hot_put() does no server round trip (but one nextval per 1024 calls): it encodes
- * the call as binary COPY tuples into its window's buffers (calls and traces apart) and
+ * the call as a binary COPY tuple (its trace blob included) into its window's buffer and
  * counts it per (window, pod restart). Everything reaches the server in
  * cp_pg_hot_flush(), which the catalog runs right before COMMIT (or earlier, when the
  * buffers grow large):
  *
- *   1. target: each window with rows gets the table pair its rows go to. A window with
+ *   1. target: each window with rows gets the table its rows go to. A window with
  *      no inventory row is created on the spot (status creating -> ready, in this
  *      transaction). The latest batch of the window is locked FOR KEY SHARE, all windows
  *      in one statement ordered by table name; if it is persisting, persisted or
  *      to_delete (a compactor claimed it) the rows go to the window's next batch
- *      calls_<suffix>_<n> / traces_<suffix>_<n>, created here. The lock keeps a claim
+ *      calls_<suffix>_<n>, created here. The lock keeps a claim
  *      (SELECT ... FOR UPDATE, catalog_pg.c) waiting until this transaction ends, so
  *      no row lands in a window after it was claimed. KEY SHARE, not SHARE: writers on
  *      other nodes update the same inventory rows (rows_count) and must not deadlock
  *      on each other's share locks.
- *   2. COPY ... FROM STDIN (FORMAT binary) of each window's calls, then its traces.
+ *   2. COPY ... FROM STDIN (FORMAT binary) of each window's calls.
  *   3. counters: inventory rows_count (rows locked in table-name order first, so two
  *      writers never deadlock), then call_counts (one multi-row upsert).
  *
@@ -50,8 +50,8 @@ typedef struct pg_win {
     int64_t start, end;               /* the window as this node computes it */
     int64_t max_ts;                   /* largest call time buffered */
     int64_t hint;                     /* batch the last flush wrote to, -1 = unknown */
-    cp_buf calls, traces;             /* COPY tuples */
-    int64_t ncalls, ntraces;
+    cp_buf calls;                     /* COPY tuples */
+    int64_t ncalls;
     /* flush state */
     int64_t batch;                    /* target batch, -1 = not resolved yet */
     int64_t db_end;                   /* the target's end_time in inventory */
@@ -81,6 +81,7 @@ struct pg_hot {
     cp_buf text;                      /* counter names */
     cp_buf sql;
     const char *const *idle;          /* the rollups' idle list */
+    cp_system_memo *memo;             /* method verdicts under that list */
     size_t nidle;
     int64_t idle_fp;
 };
@@ -90,6 +91,7 @@ void cp_pg_hot_set_idle(pg_hot *h, const char *const *idle, size_t n)
     h->idle = idle;
     h->nidle = n;
     h->idle_fp = cp_rollup_idle_fp(idle, n);
+    if (h->memo) cp_system_memo_clear(h->memo);
 }
 
 /* ---- life cycle ------------------------------------------------------------------------- */
@@ -102,8 +104,9 @@ int cp_pg_hot_new(pg_catalog *c, pg_hot **out)
         h->win = calloc(PGH_MAX_WINDOWS, sizeof *h->win);
         h->cnt = calloc(PGH_MAX_COUNTS, sizeof *h->cnt);
         h->cnt_slot = malloc(PGH_COUNT_SLOTS * sizeof *h->cnt_slot);
+        h->memo = calloc(1, sizeof *h->memo);
     }
-    if (!h || !h->win || !h->cnt || !h->cnt_slot) {
+    if (!h || !h->win || !h->cnt || !h->cnt_slot || !h->memo) {
         cp_pg_hot_free(h);
         return CP_ENOMEM;
     }
@@ -119,7 +122,6 @@ int cp_pg_hot_new(pg_catalog *c, pg_hot **out)
 static void win_free(pg_win *w)
 {
     cp_buf_free(&w->calls);
-    cp_buf_free(&w->traces);
     cp_rollup_acc_free(w->acc);
     memset(w, 0, sizeof *w);
 }
@@ -129,6 +131,7 @@ void cp_pg_hot_free(pg_hot *h)
     if (!h) return;
     for (size_t i = 0; h->win && i < h->nwin; i++) win_free(&h->win[i]);
     free(h->win);
+    free(h->memo);
     free(h->cnt);
     free(h->cnt_slot);
     cp_buf_free(&h->text);
@@ -154,8 +157,7 @@ static void windows_reset(pg_hot *h, int keep_hints)
     for (size_t i = 0; i < h->nwin; i++) {
         pg_win *w = &h->win[i];
         cp_buf_reset(&w->calls);
-        cp_buf_reset(&w->traces);
-        w->ncalls = w->ntraces = 0;
+        w->ncalls = 0;
         w->max_ts = INT64_MIN;
         cp_rollup_acc_free(w->acc);
         w->acc = NULL;
@@ -190,12 +192,11 @@ static void batch_suffix(int64_t start, int64_t batch, char out[CP_HOT_SUFFIX_LE
     }
 }
 
-static void table_names(int64_t start, int64_t batch, char calls[CP_HOT_NAME_LEN], char traces[CP_HOT_NAME_LEN])
+static void table_name(int64_t start, int64_t batch, char calls[CP_HOT_NAME_LEN])
 {
     char s[CP_HOT_SUFFIX_LEN];
     batch_suffix(start, batch, s);
     snprintf(calls, CP_HOT_NAME_LEN, "calls_%.24s", s);
-    snprintf(traces, CP_HOT_NAME_LEN, "traces_%.24s", s);
 }
 
 /* ---- window creation ---------------------------------------------------------------------- */
@@ -210,28 +211,26 @@ static int random_uuid(pg_catalog *c, char out[37])
     return CP_OK;
 }
 
-/* Creates the table pair of (start, batch) unless its inventory rows exist: rows with
+/* Creates the table of (start, batch) unless its inventory row exists: a row with
  * status creating, the tables, then ready, all in the open transaction. *created = 0
  * when they existed (another node may just have created them: ON CONFLICT waited for
  * it). */
 static int window_create(pg_hot *h, int64_t start, int64_t end, int64_t batch, int *created)
 {
     pg_catalog *c = h->c;
-    char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN], u1[37], u2[37];
-    table_names(start, batch, calls, traces);
+    char calls[CP_HOT_NAME_LEN], u1[37];
+    table_name(start, batch, calls);
     int st = random_uuid(c, u1);
-    if (st == CP_OK) st = random_uuid(c, u2);
     if (st != CP_OK) return st;
     int64_t now = cp_now_ms();
-    const void *v[] = {u1, &start, &end, calls, &now, &batch, u2, traces};
-    size_t l[] = {strlen(u1), 0, 0, strlen(calls), 0, 0, strlen(u2), strlen(traces)};
+    const void *v[] = {u1, &start, &end, calls, &now, &batch};
+    size_t l[] = {strlen(u1), 0, 0, strlen(calls), 0, 0};
     PGresult *r = cp_pg_query(c,
                               "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name,"
                               " created_time, rows_count, table_size, total_table_size, batch, rollup)"
-                              " VALUES ($1, $2, $3, 'creating', 'calls', $4, $5, 0, 0, 0, $6, 1),"
-                              " ($7, $2, $3, 'creating', 'traces', $8, $5, 0, 0, 0, $6, 1)"
+                              " VALUES ($1, $2, $3, 'creating', 'calls', $4, $5, 0, 0, 0, $6, 1)"
                               " ON CONFLICT (table_name) DO NOTHING RETURNING table_name",
-                              "tbbtbbtt", v, l, 0, "inventory insert");
+                              "tbbtbb", v, l, 0, "inventory insert");
     if (!r) return CP_EIO;
     *created = PQntuples(r) > 0;
     PQclear(r);
@@ -240,9 +239,9 @@ static int window_create(pg_hot *h, int64_t start, int64_t end, int64_t batch, i
     batch_suffix(start, batch, suffix);
     cp_buf_reset(&h->sql);
     if (cp_pg_window_ddl(&h->sql, suffix) != CP_OK ||
-        cp_buf_printf(&h->sql, "UPDATE inventory SET status = 'ready' WHERE table_name IN ('%s', '%s')"
+        cp_buf_printf(&h->sql, "UPDATE inventory SET status = 'ready' WHERE table_name = '%s'"
                                " AND status = 'creating'",
-                      calls, traces) != CP_OK ||
+                      calls) != CP_OK ||
         cp_buf_putc(&h->sql, 0) != CP_OK)
         return cp_pg_failf(c, CP_ENOMEM, "out of memory");
     return cp_pg_exec(c, (const char *)h->sql.data, "create window tables");
@@ -354,7 +353,7 @@ static int rollup_add(pg_hot *h, pg_win *w, const cp_call *c)
 {
     if (!w->acc && cp_rollup_acc_new(PGH_ROLLUP_ENTRIES, h->idle_fp, &w->acc) != CP_OK)
         return cp_pg_failf(h->c, CP_ENOMEM, "out of memory");
-    int flags = cp_rollup_flags_of(c, c->error, h->idle, h->nidle);
+    int flags = cp_rollup_flags_memo(h->memo, c, c->error, h->idle, h->nidle);
     int st = cp_rollup_acc_add(w->acc, c, flags);
     if (st == CP_ELIMIT) {
         st = cp_pg_hot_flush(h);
@@ -375,17 +374,15 @@ int cp_pg_hot_put(pg_hot *h, const cp_call *c)
     int st = window_for(h, c->ts_ms, &w);
     if (st == CP_OK) st = next_id(h, &id);
     if (st != CP_OK) return st;
-    size_t calls_len = w->calls.len, traces_len = w->traces.len;
-    st = cp_pg_call_tuples(&w->calls, &w->traces, c, id);
+    size_t calls_len = w->calls.len;
+    st = cp_pg_call_tuple(&w->calls, c, id);
     if (st != CP_OK) { /* no half tuple may stay behind */
         w->calls.len = calls_len;
-        w->traces.len = traces_len;
         return cp_pg_failf(h->c, st, st == CP_ENOMEM ? "out of memory" : "trace too large");
     }
     w->ncalls++;
-    if (c->trace) w->ntraces++;
     if (c->ts_ms > w->max_ts) w->max_ts = c->ts_ms;
-    h->bytes += w->calls.len - calls_len + w->traces.len - traces_len;
+    h->bytes += w->calls.len - calls_len;
     st = count_add(h, w, c);
     if (st == CP_OK) st = rollup_add(h, w, c);
     if (st == CP_OK && h->bytes >= PGH_MAX_BYTES) st = cp_pg_hot_flush(h);
@@ -484,8 +481,8 @@ static int lock_targets(pg_hot *h, pg_win **ws, size_t n)
     size_t asked = 0;
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         if (ws[i]->batch >= 0 || ws[i]->hint < 0) continue;
-        char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-        table_names(ws[i]->start, ws[i]->hint, calls, traces);
+        char calls[CP_HOT_NAME_LEN];
+        table_name(ws[i]->start, ws[i]->hint, calls);
         st = cp_buf_printf(&h->sql, "%s%s", asked++ ? "," : "", calls);
     }
     if (st == CP_OK) st = cp_buf_puts(&h->sql, "}");
@@ -504,8 +501,8 @@ static int lock_targets(pg_hot *h, pg_win **ws, size_t n)
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         pg_win *w = ws[i];
         if (w->batch >= 0 || w->hint < 0) continue;
-        char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-        table_names(w->start, w->hint, calls, traces);
+        char calls[CP_HOT_NAME_LEN];
+        table_name(w->start, w->hint, calls);
         int k = 0;
         while (k < rows && strcmp(PQgetvalue(r, k, 0), calls) != 0) k++;
         if (k == rows) { /* gone (retention) or a stale hint: look it up again */
@@ -549,18 +546,13 @@ static int resolve_targets(pg_hot *h, pg_win **ws, size_t n)
 static int copy_window(pg_hot *h, const pg_win *w)
 {
     pg_catalog *c = h->c;
-    char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN], sql[1024];
-    table_names(w->start, w->batch, calls, traces);
+    char calls[CP_HOT_NAME_LEN], sql[1024];
+    table_name(w->start, w->batch, calls);
     char e[384];
     if (w->ncalls) {
         snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN (FORMAT binary)", calls, cp_pg_calls_columns);
         if (cp_pgcopy_send(c->conn, sql, w->calls.data, w->calls.len, e, sizeof e) != CP_OK)
             return cp_pg_failf(c, CP_EIO, "COPY %s: %s", calls, e);
-    }
-    if (w->ntraces) {
-        snprintf(sql, sizeof sql, "COPY %s (%s) FROM STDIN (FORMAT binary)", traces, cp_pg_traces_columns);
-        if (cp_pgcopy_send(c->conn, sql, w->traces.data, w->traces.len, e, sizeof e) != CP_OK)
-            return cp_pg_failf(c, CP_EIO, "COPY %s: %s", traces, e);
     }
     return CP_OK;
 }
@@ -569,11 +561,10 @@ static int copy_window(pg_hot *h, const pg_win *w)
  * window_extend). */
 static int extend_window(pg_hot *h, pg_win *w)
 {
-    char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN], sql[256];
-    table_names(w->start, w->batch, calls, traces);
-    snprintf(sql, sizeof sql,
-             "UPDATE inventory SET end_time = %lld WHERE table_name IN ('%s', '%s') AND end_time < %lld",
-             (long long)w->end, calls, traces, (long long)w->end);
+    char calls[CP_HOT_NAME_LEN], sql[256];
+    table_name(w->start, w->batch, calls);
+    snprintf(sql, sizeof sql, "UPDATE inventory SET end_time = %lld WHERE table_name = '%s' AND end_time < %lld",
+             (long long)w->end, calls, (long long)w->end);
     int st = cp_pg_exec(h->c, sql, "inventory extend");
     if (st == CP_OK) w->db_end = w->end;
     return st;
@@ -587,19 +578,18 @@ static int flush_rows_count(pg_hot *h, pg_win **ws, size_t n)
     cp_buf_reset(b);
     int st = cp_buf_puts(b, "SELECT 1 FROM inventory WHERE table_name IN (");
     for (size_t i = 0; st == CP_OK && i < n; i++) {
-        char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-        table_names(ws[i]->start, ws[i]->batch, calls, traces);
-        st = cp_buf_printf(b, "%s'%s', '%s'", i ? ", " : "", calls, traces);
+        char calls[CP_HOT_NAME_LEN];
+        table_name(ws[i]->start, ws[i]->batch, calls);
+        st = cp_buf_printf(b, "%s'%s'", i ? ", " : "", calls);
     }
     if (st == CP_OK)
         st = cp_buf_puts(b, ") ORDER BY table_name FOR NO KEY UPDATE;"
                             "UPDATE inventory AS i SET rows_count = coalesce(i.rows_count, 0) + v.n"
                             " FROM (VALUES ");
     for (size_t i = 0; st == CP_OK && i < n; i++) {
-        char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-        table_names(ws[i]->start, ws[i]->batch, calls, traces);
-        st = cp_buf_printf(b, "%s('%s', %lld::bigint), ('%s', %lld)", i ? ", " : "", calls,
-                           (long long)ws[i]->ncalls, traces, (long long)ws[i]->ntraces);
+        char calls[CP_HOT_NAME_LEN];
+        table_name(ws[i]->start, ws[i]->batch, calls);
+        st = cp_buf_printf(b, "%s('%s', %lld::bigint)", i ? ", " : "", calls, (long long)ws[i]->ncalls);
     }
     if (st == CP_OK) st = cp_buf_puts(b, ") AS v(name, n) WHERE i.table_name = v.name");
     if (st == CP_OK) st = cp_buf_putc(b, 0);
@@ -728,8 +718,8 @@ static int flush_rollups(pg_hot *h, pg_win **ws, size_t n)
     for (size_t i = 0; st == CP_OK && i < n; i++) {
         pg_win *w = ws[i];
         if (!w->acc || !w->rollup || !cp_rollup_acc_count(w->acc)) continue;
-        char calls[CP_HOT_NAME_LEN], traces[CP_HOT_NAME_LEN];
-        table_names(w->start, w->batch, calls, traces);
+        char calls[CP_HOT_NAME_LEN];
+        table_name(w->start, w->batch, calls);
         b.tbl = calls;
         st = cp_rollup_acc_each(w->acc, rollup_row, &b);
         if (st == CP_OK) st = b.st;
@@ -769,8 +759,7 @@ int cp_pg_hot_flush(pg_hot *h)
         pg_win *w = ws[i];
         w->hint = w->batch;
         cp_buf_reset(&w->calls);
-        cp_buf_reset(&w->traces);
-        w->ncalls = w->ntraces = 0;
+        w->ncalls = 0;
         w->max_ts = INT64_MIN;
         cp_rollup_acc_free(w->acc);
         w->acc = NULL;

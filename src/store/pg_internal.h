@@ -6,11 +6,11 @@
  * Differences that come from PostgreSQL being shared by several nodes:
  *   - row ids of the window tables come from one sequence (hot_ids, INCREMENT BY 1024:
  *     each nextval() is a block of 1024 ids), because several collectors write the same
- *     window table; traces_X.id is the id of its call in calls_X.
+ *     window table (one table per window since migration 7: the trace blob is a column).
  *   - hot rows are buffered as binary COPY data per window during the transaction and
  *     sent at commit, after the window's inventory row was locked (FOR KEY SHARE) and its
  *     status checked: a window that is being compacted sends its rows to the next batch
- *     table pair (calls_<suffix>_<n>), see pg_hot.c.
+ *     table (calls_<suffix>_<n>), see pg_hot.c.
  */
 #ifndef CP_PG_INTERNAL_H
 #define CP_PG_INTERNAL_H
@@ -64,17 +64,14 @@ void cp_pgcopy_bytes(cp_buf *b, const void *p, size_t n);
  * message. */
 int cp_pgcopy_send(PGconn *conn, const char *sql, const uint8_t *data, size_t len, char *err, size_t errlen);
 
-/* DDL of a window's table pair on PostgreSQL (hot_schema.c's columns with PostgreSQL
+/* DDL of a window's table on PostgreSQL (hot_schema.c's columns with PostgreSQL
  * types; idempotent). suffix: "YYYYMMDD_HHMM" or "YYYYMMDD_HHMM_<batch>". */
 int cp_pg_window_ddl(cp_buf *out, const char *suffix);
-/* The column list of calls_X in COPY order (the hot writer's tuples), and of traces_X. */
+/* The column list of calls_X in COPY order (the hot writer's tuples). */
 extern const char cp_pg_calls_columns[];
-extern const char cp_pg_traces_columns[];
-#define CP_PG_CALLS_FIELDS 31
-#define CP_PG_TRACES_FIELDS 8
-/* Appends the COPY tuples of one call (calls_X) and, if it has a trace, of its trace
- * (traces_X) with row id `id`. */
-int cp_pg_call_tuples(cp_buf *calls, cp_buf *traces, const cp_call *c, int64_t id);
+#define CP_PG_CALLS_FIELDS 32
+/* Appends the COPY tuple of one call (calls_X, its trace blob included) with row id `id`. */
+int cp_pg_call_tuple(cp_buf *calls, const cp_call *c, int64_t id);
 
 /* ---- the catalog object (catalog_pg.c) --------------------------------------------------- */
 

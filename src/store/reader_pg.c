@@ -971,11 +971,11 @@ typedef struct pg_get {
     int found;
 } pg_get;
 
-/* The call's trace blob from the window's traces_ table (same id), binary. */
+/* The call's trace blob (its row's trace column, by id), binary. */
 static int trace_of(pg_reader *r, const char *calls_name, int64_t id, PGresult **out, cp_call *c)
 {
     cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql, "SELECT trace FROM traces_%s WHERE id = $1::bigint", calls_name + strlen("calls_")) !=
+    if (cp_buf_printf(&r->sql, "SELECT trace FROM %s WHERE id = $1::bigint", calls_name) !=
             CP_OK ||
         cp_buf_putc(&r->sql, 0) != CP_OK)
         return pg_oom(r);
@@ -1064,15 +1064,7 @@ static int get_op(pg_reader *r, void *arg)
     }
     PQclear(res);
     if (st == CP_OK && nn) {
-        char(*locks)[CP_HOT_NAME_LEN] = calloc(nn * 2, sizeof *locks);
-        size_t nl = 0;
-        if (!locks) st = pg_oom(r);
-        for (size_t i = 0; st == CP_OK && i < nn; i++) {
-            memcpy(locks[nl++], names[i], CP_HOT_NAME_LEN);
-            if (g->with_trace) snprintf(locks[nl++], CP_HOT_NAME_LEN, "traces_%s", names[i] + strlen("calls_"));
-        }
-        if (st == CP_OK) st = lock_tables(r, (char *)locks, nl, CP_HOT_NAME_LEN);
-        free(locks);
+        st = lock_tables(r, (char *)names, nn, CP_HOT_NAME_LEN);
     }
     for (size_t i = 0; st == CP_OK && !g->found && i < nn; i++) st = get_in(r, names[i], g);
     free(names);

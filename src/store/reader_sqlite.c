@@ -683,11 +683,11 @@ static int windows_at(sqlite_reader *r, int64_t ts, char (**names)[CP_HOT_NAME_L
     return st;
 }
 
-/* The call's trace blob from the window's traces_ table (same row id). */
+/* The call's trace blob (its row's trace column, by row id). */
 static int trace_of(sqlite_reader *r, const char *calls_name, sqlite3_int64 id, rd_stmt *q, cp_call *c)
 {
     cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql, "SELECT trace FROM traces_%s WHERE id = ?1", calls_name + strlen("calls_")) !=
+    if (cp_buf_printf(&r->sql, "SELECT trace FROM %s WHERE id = ?1", calls_name) !=
             CP_OK ||
         cp_buf_putc(&r->sql, 0) != CP_OK)
         return rd_oom(r);

@@ -474,10 +474,8 @@ static void put_window(fixture *fx, const char *suffix, int64_t start, int64_t e
     cp_buf_printf(&b,
                   "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name, created_time,"
                   " rows_count, table_size, total_table_size) VALUES"
-                  " ('c-%s', %lld, %lld, 'ready', 'calls', 'calls_%s', 1, %d, 0, 0),"
-                  " ('t-%s', %lld, %lld, 'ready', 'traces', 'traces_%s', 1, %d, 0, 0)",
-                  suffix, (long long)start, (long long)end, suffix, rows, suffix, (long long)start, (long long)end,
-                  suffix, rows);
+                  " ('c-%s', %lld, %lld, 'ready', 'calls', 'calls_%s', 1, %d, 0, 0)",
+                  suffix, (long long)start, (long long)end, suffix, rows);
     cp_buf_putc(&b, 0);
     raw_exec(&fx->db, (const char *)b.data);
     cp_buf_free(&b);
@@ -596,9 +594,9 @@ static void test_window_dropped(void **state)
     assert_int_equal(got.n, 2);
     assert_int_equal(got.id[0], 2);
 
-    static const char drop[] = "DROP TABLE calls_20260102_1505; DROP TABLE traces_20260102_1505;"
+    static const char drop[] = "DROP TABLE calls_20260102_1505;"
                                "UPDATE inventory SET status = 'persisted'"
-                               " WHERE table_name IN ('calls_20260102_1505', 'traces_20260102_1505')";
+                               " WHERE table_name = 'calls_20260102_1505'";
     if (test_pair_pg()) {
         /* the compactor's transaction holds the drop while the search starts */
         PGconn *c2 = PQconnectdb(fx.spec);

@@ -265,9 +265,8 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
                  " c.logs_written, c.file_read, c.file_written, c.net_read, c.net_written, c.namespace,"
                  " c.service_name, c.pod_name, c.restart_time, c.method, c.params, c.trace_file_index,"
                  " c.buffer_offset, c.record_index, c.method_name, c.thread, c.error, c.pod_hash, c.trace_reason,"
-                 " t.trace, t.pod_name, t.restart_time, t.trace_file_index, t.buffer_offset, t.record_index,"
-                 " t.pod_hash FROM %s c LEFT JOIN traces_%s t ON t.id = c.id",
-                 name, name + 6);
+                 " c.trace FROM %s c",
+                 name);
         PGresult *r = PQexecParams(db, sql, 0, NULL, NULL, NULL, NULL, 1);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) fail_msg("%s: %s", sql, PQerrorMessage(db));
         for (int i = 0; i < PQntuples(r); i++) {
@@ -289,16 +288,8 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
             g.thread = PQgetvalue(r, i, 26), g.thread_len = (size_t)PQgetlength(r, i, 26);
             g.error = b32(r, i, 27);
             g.trace_reason = PQgetisnull(r, i, 29) ? NULL : PQgetvalue(r, i, 29);
-            if (!PQgetisnull(r, i, 30)) {
+            if (!PQgetisnull(r, i, 30))
                 g.trace = (const uint8_t *)PQgetvalue(r, i, 30), g.trace_len = (size_t)PQgetlength(r, i, 30);
-                /* the trace row repeats the call's identity */
-                assert_true(str_eq(PQgetvalue(r, i, 31), (size_t)PQgetlength(r, i, 31), g.pod, g.pod_len));
-                assert_int_equal(b64(r, i, 32), g.restart_ms);
-                assert_int_equal(b32(r, i, 33), g.trace_file_index);
-                assert_int_equal(b32(r, i, 34), g.buffer_offset);
-                assert_int_equal(b32(r, i, 35), g.record_index);
-                assert_int_equal(b64(r, i, 36), b64(r, i, 28));
-            }
             assert_true(g.record_index >= 0 && (size_t)g.record_index < n);
             const cp_call *w = &t[g.record_index].c;
             assert_call_equal(w, &g, 1);
@@ -317,12 +308,12 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
 static void test_migrations(void **state)
 {
     (void)state;
-    assert_int_equal(cp_catalog_pg_schema_version(), 6);
+    assert_int_equal(cp_catalog_pg_schema_version(), 7);
     assert_int_equal(cp_catalog_pg_schema_version(), cp_catalog_sqlite_schema_version());
     assert_non_null(cp_catalog_pg_migration(1));
-    assert_non_null(cp_catalog_pg_migration(6));
+    assert_non_null(cp_catalog_pg_migration(7));
     assert_null(cp_catalog_pg_migration(0));
-    assert_null(cp_catalog_pg_migration(7));
+    assert_null(cp_catalog_pg_migration(8));
     assert_true(cp_catalog_is_postgres("postgres://x/y"));
     assert_true(cp_catalog_is_postgres("postgresql://x/y"));
     assert_false(cp_catalog_is_postgres("/tmp/catalog.db"));
@@ -333,8 +324,8 @@ static void test_migrations(void **state)
     cat = open_cat(url); /* again: nothing to apply */
     cp_catalog_close(cat);
     PGconn *db = raw_connect(url);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 6);
-    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 6);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 7);
+    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 7);
     assert_true(q_int(db, "SELECT min(applied_ms) FROM schema_migrations") > T2023);
     static const char *const tables[] = {"pods", "pod_restarts", "dictionary", "params", "dumps", "s3_files",
                                          "inventory", "streams", "call_counts", "inverted_indexes",
@@ -591,18 +582,19 @@ static void test_calls(void **state)
     for (size_t i = 0; i < NCALLS; i++) assert_int_equal(seen[i], 1);
     /* windows: 2026 made ahead (3 h = 36), 2023 created on the spot (4) */
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'calls' AND status = 'ready'"), 40);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'traces' AND status = 'ready'"), 40);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type <> 'calls'"), 0); /* one table */
     assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'calls\\_%%'"), 40);
     /* rows_count of every table is its row count */
     PGresult *r = q(db, "SELECT table_name, rows_count, start_time, end_time FROM inventory ORDER BY 1");
-    int64_t total_calls = 0, total_traces = 0;
+    int64_t total_calls = 0, total_traces = 0; /* traces: rows with a trace */
     for (int i = 0; i < PQntuples(r); i++) {
         const char *name = PQgetvalue(r, i, 0);
         int64_t rc = strtoll(PQgetvalue(r, i, 1), NULL, 10);
         assert_int_equal(q_int(db, "SELECT count(*) FROM %s", name), rc);
         assert_int_equal(strtoll(PQgetvalue(r, i, 3), NULL, 10) - strtoll(PQgetvalue(r, i, 2), NULL, 10), 5 * MIN_MS);
-        if (!strncmp(name, "calls_", 6)) total_calls += rc;
-        else total_traces += rc;
+        assert_int_equal(strncmp(name, "calls_", 6), 0);
+        total_calls += rc;
+        total_traces += q_int(db, "SELECT count(*) FROM %s WHERE trace IS NOT NULL", name);
     }
     PQclear(r);
     int64_t with_trace = 0;
@@ -678,7 +670,8 @@ static void test_windows_prepare(void **state)
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'calls' AND status = 'ready'"), 37);
     assert_int_equal(q_int(db, "SELECT min(start_time) FROM inventory"), T2026);
     assert_int_equal(q_int(db, "SELECT max(start_time) FROM inventory"), T2026 + 3 * HOUR);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'traces\\_%%'"), 37);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'traces\\_%%'"), 0);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'calls\\_%%'"), 37);
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE rows_count <> 0 OR batch <> 0"), 0);
     /* again, and from a second node: nothing new */
     ok(cat, cp_catalog_windows_prepare(cat, now), "prepare");
@@ -829,7 +822,7 @@ static void test_compaction(void **state)
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status = 'persisting' AND claim = '20230301_1000'"
                                " AND claimed_by = 'node-a' AND claimed_at = %lld",
                            (long long)T2026),
-                     24);
+                     12);
     /* the next claim takes 11:00 .. 11:30 (windows ending by 11:30) */
     cp_compact_job job2;
     ok(comp, cp_catalog_compact_claim(comp, &o, &job2), "claim 2");
@@ -841,7 +834,7 @@ static void test_compaction(void **state)
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status = 'ready' AND claim IS NULL"
                                " AND claimed_by IS NULL AND start_time >= %lld",
                            (long long)(T2023 + HOUR)),
-                     24);
+                     12);
 
     /* compact_calls: every call of the hour, in order, with its trace */
     got g = {0};
@@ -922,9 +915,9 @@ static void test_compaction(void **state)
     ok(comp, cp_catalog_compact_finish(comp, &job, uuids, 2), "finish");
     assert_int_equal(q_int(db, "SELECT count(*) FROM s3_files WHERE status = 'completed'"), 2);
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE claim = '20230301_1000' AND status = 'persisted'"),
-                     24);
+                     12);
     assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename LIKE '%%20230301\\_10%%'"), 0);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename LIKE '%%20230301\\_11%%'"), 24);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename LIKE '%%20230301\\_11%%'"), 12);
     assert_int_equal(q_int(db, "SELECT sum(calls) FROM call_counts"), counts_before); /* discovery still counts them */
     memset(&l, 0, sizeof l);
     ok(comp, cp_catalog_compact_reset(comp, &job, on_key, &l), "reset after finish");
@@ -989,7 +982,7 @@ static void test_late_calls(void **state)
     ok(cat, cp_catalog_commit(cat), "commit after the claim");
     assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200"), 1);
     assert_int_equal(q_int(db, "SELECT record_index FROM calls_20260101_1200_1"), 2);
-    assert_int_equal(q_int(db, "SELECT record_index FROM traces_20260101_1200_1"), b.c.trace ? 2 : -1);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200_1 WHERE trace IS NOT NULL"), b.c.trace ? 1 : 0);
     got g = {0};
     ok(comp, cp_catalog_compact_calls(comp, &job, on_compact, &g), "compact_calls");
     assert_int_equal(g.n, 1);
@@ -1056,7 +1049,7 @@ static void test_takeover(void **state)
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE claim = '20230301_1000' AND claimed_by = 'b'"
                                " AND claimed_at = %lld",
                            (long long)(T2026 + 11 * MIN_MS)),
-                     8);
+                     4);
     /* lease 0 takes over any claim at once (`cloudprof compact`) */
     o = opts_at(T2023 + 3 * HOUR, "c", 0, T2026 + 11 * MIN_MS);
     ok(a, cp_catalog_compact_claim(a, &o, &ja), "take over at once");
@@ -1300,7 +1293,7 @@ static void test_retention(void **state)
     assert_int_equal(q_int(db, "SELECT count(*) FROM call_counts WHERE window_end <= %lld", (long long)before), 0);
     assert_true(q_int(db, "SELECT count(*) FROM call_counts") > 0);
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE end_time <= %lld", (long long)before), 0);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status = 'persisted'"), 24);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status = 'persisted'"), 12);
     ok(cat, cp_catalog_retention_mark(cat, before, &marked), "mark again");
     assert_int_equal(marked, 0);
     pairs p = {0};
@@ -1355,14 +1348,15 @@ static void test_errors(void **state)
     make_call(&a, 1, T2026, MIN_MS, &rng);
     ok(cat, cp_catalog_call_put(cat, &a.c), "call_put");
     ok(cat, cp_catalog_commit(cat), "commit");
-    PQclear(q(db, "DROP TABLE traces_20260101_1200"));
+    /* the second row's COPY fails (a constraint the writer does not know) */
+    PQclear(q(db, "ALTER TABLE calls_20260101_1200 ADD CONSTRAINT test_no_ri2 CHECK (record_index <> 2)"));
     a.c.record_index = 2;
     ok(cat, cp_catalog_pod_touch(cat, p, T2023 + 5), "touch");
     ok(cat, cp_catalog_call_put(cat, &a.c), "call_put");
     a.c.trace = (const uint8_t *)"x", a.c.trace_len = 1, a.c.trace_reason = NULL;
     ok(cat, cp_catalog_call_put(cat, &a.c), "call_put");
     assert_int_equal(cp_catalog_commit(cat), CP_EIO);
-    assert_non_null(strstr(cp_catalog_errmsg(cat), "traces_20260101_1200"));
+    assert_non_null(strstr(cp_catalog_errmsg(cat), "calls_20260101_1200"));
     assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200"), 1);
     assert_int_equal(q_int(db, "SELECT rows_count FROM inventory WHERE table_name = 'calls_20260101_1200'"), 1);
     assert_int_equal(q_int(db, "SELECT last_active FROM pods"), T2023);

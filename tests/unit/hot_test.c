@@ -166,20 +166,15 @@ static void make_late_batch(const fixture *fx, const char *suffix)
     assert_int_equal(
         cp_buf_printf(&b,
                       ";INSERT INTO calls_%s SELECT * FROM calls_%s WHERE id %% 3 = 0;"
-                      "INSERT INTO traces_%s SELECT * FROM traces_%s WHERE id %% 3 = 0;"
                       "DELETE FROM calls_%s WHERE id %% 3 = 0;"
-                      "DELETE FROM traces_%s WHERE id %% 3 = 0;"
                       "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name,"
                       " created_time, rows_count, table_size, total_table_size, batch)"
                       " SELECT 'late-' || table_name, start_time, end_time, 'ready', table_type, table_name || '_1',"
-                      " created_time, 0, 0, 0, 1 FROM inventory WHERE table_name IN ('calls_%s', 'traces_%s');"
+                      " created_time, 0, 0, 0, 1 FROM inventory WHERE table_name = 'calls_%s';"
                       "UPDATE inventory SET rows_count = (SELECT count(*) FROM calls_%s) WHERE table_name = 'calls_%s';"
-                      "UPDATE inventory SET rows_count = (SELECT count(*) FROM traces_%s) WHERE table_name = 'traces_%s';"
                       "UPDATE inventory SET rows_count = (SELECT count(*) FROM calls_%s) WHERE table_name = 'calls_%s';"
-                      "UPDATE inventory SET rows_count = (SELECT count(*) FROM traces_%s) WHERE table_name = 'traces_%s';"
-                      "UPDATE inventory SET status = 'persisting' WHERE table_name IN ('calls_%s', 'traces_%s')",
-                      batch, suffix, batch, suffix, suffix, suffix, suffix, suffix, batch, batch, batch, batch,
-                      suffix, suffix, suffix, suffix, suffix, suffix),
+                      "UPDATE inventory SET status = 'persisting' WHERE table_name = 'calls_%s'",
+                      batch, suffix, suffix, suffix, batch, batch, suffix, suffix, suffix),
         CP_OK);
     assert_int_equal(cp_buf_putc(&b, 0), CP_OK);
     raw_sql(fx, (const char *)b.data);
@@ -911,10 +906,11 @@ static void test_tables_and_inventory(void **state)
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_name LIKE 'calls_20230301_%'"), 4);
     assert_int_equal(q_int(db, "SELECT start_time FROM inventory WHERE table_name = 'calls_20230301_1005'"),
                      T2023 + 5 * MIN_MS);
-    assert_int_equal(q_int(db, "SELECT end_time FROM inventory WHERE table_name = 'traces_20230301_1005'"),
+    assert_int_equal(q_int(db, "SELECT end_time FROM inventory WHERE table_name = 'calls_20230301_1005'"),
                      T2023 + 10 * MIN_MS);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status <> 'ready'"), 2); /* make_late_batch */
-    /* rows_count = rows of each table, calls and traces */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type <> 'calls'"), 0); /* one table */
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE status <> 'ready'"), 1); /* make_late_batch */
+    /* rows_count = rows of each table; the traces are in the rows */
     sqlite3_stmt *s;
     assert_int_equal(sqlite3_prepare_v2(db, "SELECT table_name, rows_count FROM inventory", -1, &s, NULL), SQLITE_OK);
     int64_t calls = 0, traces = 0, want_traces = 0;
@@ -924,8 +920,10 @@ static void test_tables_and_inventory(void **state)
         snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", name);
         int64_t rows = q_int(db, sql);
         assert_int_equal(sqlite3_column_int64(s, 1), rows);
-        if (!strncmp(name, "calls_", 6)) calls += rows;
-        else traces += rows;
+        assert_int_equal(strncmp(name, "calls_", 6), 0);
+        calls += rows;
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE trace IS NOT NULL", name);
+        traces += q_int(db, sql);
     }
     sqlite3_finalize(s);
     for (size_t i = 0; i < fx->n; i++) want_traces += fx->calls[i].c.trace != NULL;
@@ -956,8 +954,8 @@ static void test_windows_prepare(void **state)
     }
     sqlite3 *db = raw_open(fx.db);
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'calls' AND status = 'ready'"), 36);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'traces' AND status = 'ready'"), 36);
-    assert_int_equal(q_int(db, "SELECT count(DISTINCT uuid) FROM inventory"), 72);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'traces'"), 0);
+    assert_int_equal(q_int(db, "SELECT count(DISTINCT uuid) FROM inventory"), 36);
     assert_int_equal(q_int(db, "SELECT min(start_time) FROM inventory"), now);
     assert_int_equal(q_int(db, "SELECT max(end_time) FROM inventory"), now + 3 * 3600000LL);
     assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_name = 'calls_20260101_0255'"), 1);
@@ -1098,6 +1096,80 @@ static void test_migration_from_v1(void **state)
     free(fx.dir);
 }
 
+/* Migration 7 (issue 18): a window of the old layout (calls_ + traces_, an inventory
+ * row for each) becomes one table with the blobs in its rows, on both databases. */
+static void test_migration_traces_folded(void **state)
+{
+    (void)state;
+    enum { N = 60 };
+    fixture fx = {0};
+    fixture_dir(&fx, "hotfold");
+    open_catalog(&fx);
+    tcall *t = calloc(N, sizeof *t);
+    uint64_t rng = 21;
+    int with_trace = 0;
+    for (size_t i = 0; i < N; i++) {
+        make_call(&t[i], i, &rng);
+        t[i].c.ts_ms = T2026 + (int64_t)i * 1000; /* all in window 20260101_1200 */
+        with_trace += t[i].c.trace != NULL;
+        put_ok(fx.cat, &t[i].c);
+    }
+    assert_true(with_trace > 0 && with_trace < N);
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    cp_catalog_close(fx.cat);
+    /* back to schema 6: the blobs in a traces_ table of the seed's columns */
+    const int pg = test_pair_pg();
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE traces_20260101_1200 (id %s PRIMARY KEY, pod_name TEXT NOT NULL,"
+             " restart_time %s NOT NULL, trace_file_index INTEGER NOT NULL, buffer_offset INTEGER NOT NULL,"
+             " record_index INTEGER NOT NULL, pod_hash %s NOT NULL, trace %s NOT NULL);"
+             "INSERT INTO traces_20260101_1200 SELECT id, pod_name, restart_time, trace_file_index, buffer_offset,"
+             " record_index, pod_hash, trace FROM calls_20260101_1200 WHERE trace IS NOT NULL;"
+             "ALTER TABLE calls_20260101_1200 DROP COLUMN trace;"
+             "INSERT INTO inventory (uuid, start_time, end_time, status, table_type, table_name, created_time,"
+             " rows_count, table_size, total_table_size, batch, rollup) SELECT 't-' || uuid, start_time, end_time,"
+             " status, 'traces', 'traces_20260101_1200', created_time, %d, 0, 0, batch, rollup FROM inventory"
+             " WHERE table_name = 'calls_20260101_1200';"
+             "DELETE FROM schema_migrations WHERE version >= 7",
+             pg ? "bigint" : "INTEGER", pg ? "bigint" : "INTEGER", pg ? "bigint" : "INTEGER", pg ? "bytea" : "BLOB",
+             with_trace);
+    raw_sql(&fx, sql);
+    /* the next start migrates */
+    open_catalog(&fx);
+    cp_catalog_close(fx.cat);
+    fx.calls = t;
+    fx.n = N;
+    open_reader(&fx);
+    for (size_t i = 0; i < N; i++) {
+        cp_call_ref ref;
+        cp_call_ref_of(&t[i].c, &ref);
+        got g = {.fx = &fx, .with_trace = 1};
+        if (cp_reader_get(fx.rd, &ref, 1, on_get, &g) != CP_OK) fail_msg("get: %s", cp_reader_errmsg(fx.rd));
+        assert_int_equal(g.n, 1);
+        assert_int_equal(g.idx[0], i);
+        free(g.idx);
+    }
+    cp_reader_close(fx.rd);
+    /* no traces_ table or inventory row is left (a table that is not there fails the query) */
+    raw_sql(&fx, "SELECT count(*) FROM calls_20260101_1200 WHERE trace IS NOT NULL");
+    if (!pg) {
+        sqlite3 *db = raw_open(fx.db);
+        assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'traces%'"), 0);
+        assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'traces'"), 0);
+        assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200 WHERE trace IS NOT NULL"), with_trace);
+        assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), cp_catalog_sqlite_schema_version());
+        sqlite3_close(db);
+    } else {
+        assert_int_equal(raw_int(&fx, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'traces%'"), 0);
+        assert_int_equal(raw_int(&fx, "SELECT count(*) FROM inventory WHERE table_type = 'traces'"), 0);
+        assert_int_equal(raw_int(&fx, "SELECT count(*) FROM calls_20260101_1200 WHERE trace IS NOT NULL"), with_trace);
+    }
+    free(t);
+    remove_tree(fx.dir);
+    free(fx.dir);
+}
+
 /* A reader sees what the writer committed, never its open transaction. */
 static void test_reader_isolation(void **state)
 {
@@ -1231,7 +1303,8 @@ int main(void)
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_windows_prepare),   cmocka_unit_test(test_window_length_change),
-        cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_reader_isolation),
+        cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_migration_traces_folded),
+        cmocka_unit_test(test_reader_isolation),
         cmocka_unit_test(test_bad_times),         cmocka_unit_test(test_maintain_checkpoints),
     };
     int failed = cmocka_run_group_tests_name("hot (shared data set)", shared, group_setup, group_teardown);

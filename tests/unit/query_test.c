@@ -952,10 +952,19 @@ static void test_fnv(void **state)
 }
 
 /* ui.md §3.6: what "hide system/proxy calls" hides. */
+/* Each case is asked three times: directly, then twice through one memo (a miss that
+ * fills the slot and a hit), and the three answers must agree. The memo lives across
+ * cases, so a method seen before with other params is a hit that must still read them. */
+static cp_system_memo sys_memo;
+
 static int sys(const char *method, const char *params)
 {
     cp_call_view v = {method, strlen(method), "pod_1", 5, params, params ? strlen(params) : 0};
-    return cp_system_call(&v, cp_system_idle_default, cp_system_idle_default_count);
+    int direct = cp_system_call(&v, cp_system_idle_default, cp_system_idle_default_count);
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(cp_system_call_memo(&sys_memo, &v, cp_system_idle_default, cp_system_idle_default_count),
+                         direct);
+    return direct;
 }
 
 static void test_system_calls(void **state)
@@ -984,6 +993,21 @@ static void test_system_calls(void **state)
     cp_call_view v = {"void com.acme.Jobs.run()", 24, "p", 1, NULL, 0};
     assert_int_equal(cp_system_call(&v, extra, 1), 0);
     assert_int_equal(cp_system_call(&v, extra, 2), 1);
+    /* a memo holds the verdicts of one idle list: cleared when the list changes */
+    cp_system_memo *m = calloc(1, sizeof *m);
+    assert_int_equal(cp_system_call_memo(m, &v, extra, 1), 0);
+    assert_int_equal(cp_system_call_memo(m, &v, extra, 1), 0);
+    cp_system_memo_clear(m);
+    assert_int_equal(cp_system_call_memo(m, &v, extra, 2), 1);
+    assert_int_equal(cp_system_call_memo(m, &v, extra, 2), 1);
+    /* many methods: every verdict the same as without the memo (slots are reused) */
+    for (int i = 0; i < 20000; i++) {
+        char meth[96];
+        int len = snprintf(meth, sizeof meth, "void com.acme.%s%d.run()", i % 7 ? "Svc" : "Jobs.run.", i % 9000);
+        cp_call_view w = {meth, (size_t)len, "p", 1, i % 5 ? NULL : "{\"call.idle\":[]}", i % 5 ? 0 : 15};
+        assert_int_equal(cp_system_call_memo(m, &w, extra, 2), cp_system_call(&w, extra, 2));
+    }
+    free(m);
 }
 
 int main(void)
