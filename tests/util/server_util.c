@@ -263,6 +263,20 @@ void server_wait_recovered(const test_server *s)
     server_fail(s, "recovery did not finish within 120 s");
 }
 
+long server_status_kb(const test_server *s, const char *field)
+{
+    char path[64], line[256];
+    size_t flen = strlen(field);
+    if (!s->pid) return -1;
+    snprintf(path, sizeof path, "/proc/%d/status", (int)s->pid);
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, flen) && line[flen] == ':') v = strtol(line + flen + 1, NULL, 10);
+    if (f) fclose(f);
+    return v;
+}
+
 void server_kill(test_server *s)
 {
     if (!s->pid) return;
@@ -528,6 +542,111 @@ json_t *cli_emulate(const test_server *s, const char *const *extra)
     cp_buf_free(&out);
     cp_buf_free(&err);
     return sum;
+}
+
+void emulate_start(bg_emulator *e, const test_server *s, const char *const *extra)
+{
+    static int counter;
+    char target[64];
+    memset(e, 0, sizeof *e);
+    counter++;
+    snprintf(e->out, sizeof e->out, "%s/emulate-%d.out", s->root, counter);
+    snprintf(e->err, sizeof e->err, "%s/emulate-%d.err", s->root, counter);
+    snprintf(target, sizeof target, "127.0.0.1:%d", s->port);
+    const char *argv[40] = {"cloudprof", "emulate", "--target", target, "--json", "--quiet"};
+    size_t n = 6;
+    for (size_t i = 0; extra && extra[i]; i++) {
+        if (n >= CP_ARRAY_LEN(argv) - 1) fail_msg("too many emulate arguments");
+        argv[n++] = extra[i];
+    }
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) fail_msg("fork: %s", strerror(errno));
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the test */
+        int out = open(e->out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open(e->err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int null = open("/dev/null", O_RDONLY);
+        if (out >= 0) dup2(out, 1);
+        if (err >= 0) dup2(err, 2);
+        if (null >= 0) dup2(null, 0);
+        execv(CLOUDPROF_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    e->pid = pid;
+}
+
+static int exit_code(int status)
+{
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int emulate_done(bg_emulator *e)
+{
+    if (!e->pid) return 1;
+    int status;
+    pid_t r = waitpid(e->pid, &status, WNOHANG);
+    if (r == 0 || (r < 0 && errno == EINTR)) return 0;
+    e->status = r == e->pid ? exit_code(status) : 127;
+    e->pid = 0;
+    return 1;
+}
+
+json_t *emulate_finish(bg_emulator *e, const test_server *s, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    while (!emulate_done(e)) {
+        if (now_ms() > deadline) {
+            int status;
+            kill(e->pid, SIGKILL);
+            waitpid(e->pid, &status, 0);
+            e->pid = 0;
+            server_fail(s, "cloudprof emulate did not finish within %d ms", timeout_ms);
+        }
+        sleep_ms(20);
+    }
+    cp_buf out, err;
+    cp_buf_init(&out);
+    cp_buf_init(&err);
+    (void)cp_read_file(e->out, 64 << 20, &out);
+    (void)cp_read_file(e->err, 64 << 20, &err);
+    cp_buf_putc(&out, 0);
+    cp_buf_putc(&err, 0);
+    char *text = (char *)out.data;
+    size_t len = strlen(text);
+    while (len && text[len - 1] == '\n') text[--len] = 0;
+    char *last = strrchr(text, '\n'); /* the summary is the last line */
+    json_t *sum = len ? json_loads(last ? last + 1 : text, 0, NULL) : NULL;
+    printf("emulate (exit %d): %s\n", e->status, last ? last + 1 : text);
+    if (err.len > 1) printf("emulate stderr: %.2000s\n", (const char *)err.data);
+    if (!sum) server_fail(s, "cloudprof emulate (exit %d) printed no JSON summary: %.2000s", e->status, text);
+    cp_buf_free(&out);
+    cp_buf_free(&err);
+    return sum;
+}
+
+long long raw_calls_total(const test_server *s)
+{
+    raw_entry *e;
+    size_t n = raw_list(s, &e);
+    long long total = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(e[i].stream, "calls")) continue;
+        char path[4096], why[256]; /* room for raw_tree_path's longest (gcc checks it when inlined) */
+        raw_tree_path(s, e[i].ns, e[i].pod, e[i].restart, e[i].stream, e[i].index, path, sizeof path);
+        cp_buf b;
+        cp_buf_init(&b);
+        load_file(path, &b);
+        uint64_t records = 0;
+        (void)decode_file("calls", b.data, b.len, &records, why, sizeof why);
+        total += (long long)records;
+        cp_buf_free(&b);
+    }
+    free(e);
+    return total;
 }
 
 static void fail_cli(const char *what, int status, const cp_buf *err)

@@ -43,6 +43,9 @@ void server_wait_recovered(const test_server *s);
 /* SIGTERM, then waits <= SRV_TIMEOUT_MS for the exit; fails the test unless the server exits with
  * status 0 in time (it is killed if it hangs). Returns the wait status. */
 int server_stop(test_server *s);
+/* A "Field:" of /proc/PID/status in kB (VmRSS, VmHWM, ...) of the running server; -1 if
+ * it cannot be read. */
+long server_status_kb(const test_server *s, const char *field);
 /* SIGKILL and reap: simulates a crash. */
 void server_kill(test_server *s);
 /* Kills the server if it is still running and removes its temporary directory. */
@@ -98,6 +101,23 @@ int cli_run(cp_buf *out, cp_buf *err, const char *const *argv);
  * NULL-terminated); fails the test unless it exits 0. Returns its summary, the last line
  * of its stdout, parsed (json_decref it). */
 json_t *cli_emulate(const test_server *s, const char *const *extra);
+/* `cloudprof emulate` in the background, for tests that watch the server while it runs:
+ * emulate_start spawns `cloudprof emulate --target 127.0.0.1:PORT --json --quiet [extra...]`
+ * (extra NULL-terminated) with its stdout and stderr in files under s->root; the child is
+ * killed if the test process dies. */
+typedef struct bg_emulator {
+    pid_t pid;      /* 0 once reaped */
+    int status;     /* exit status once reaped (128+signal if killed) */
+    char out[1200]; /* its stdout: the JSON summary is the last line */
+    char err[1200]; /* its stderr */
+} bg_emulator;
+void emulate_start(bg_emulator *e, const test_server *s, const char *const *extra);
+/* 1 once the emulator has exited (reaped; e->status set), 0 while it runs. */
+int emulate_done(bg_emulator *e);
+/* Waits <= timeout_ms for the exit (kills it and fails the test after), then returns its
+ * summary parsed (json_decref it); fails the test if there is none. Does not judge the
+ * exit status: the caller asserts on e->status. */
+json_t *emulate_finish(bg_emulator *e, const test_server *s, int timeout_ms);
 /* `cloudprof raw --data DIR --namespace NS --pod POD --stream NAME --index N` -> out. */
 void raw_fetch(const test_server *s, const char *ns, const char *pod, const char *stream, int index, cp_buf *out);
 /* The same with a torn tail the server cut off (cloudprof raw --torn): every byte the
@@ -118,6 +138,9 @@ typedef struct raw_entry {
 /* `cloudprof raw --data DIR --list`, parsed (header line skipped). Returns the count;
  * *entries is malloc'ed. */
 size_t raw_list(const test_server *s, raw_entry **entries);
+/* Every calls record in the raw log: each stored calls file decoded (whole records only,
+ * as decode_file counts them), summed. */
+long long raw_calls_total(const test_server *s);
 /* Number of list entries of one pod. */
 size_t raw_count_pod(const raw_entry *e, size_t n, const char *pod);
 
