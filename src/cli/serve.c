@@ -74,9 +74,14 @@ static const char usage_text[] =
     "                           system nothing new is written: agents get 0xFF, uploads and\n"
     "                           imports 507, /api/v1/health says so; 0 = no floor\n"
     "                           (CLOUDPROF_MIN_FREE, default 1G or 5%%, whichever is smaller)\n"
+    "  --ingest-memory SIZE     memory ingest may hold beyond the process's fixed needs: half\n"
+    "                           for copies of recent trace/sql/xml bytes (call assembly reads\n"
+    "                           them back), a quarter for the SQLite catalog's page cache, a\n"
+    "                           quarter for partial records (--max-buffered); 0 = no bound\n"
+    "                           (CLOUDPROF_INGEST_MEMORY, default 64M, at least 8M)\n"
     "  --max-buffered SIZE      partial records held for all agents together; past it an agent\n"
     "                           holding more than its share gets 0xFF (CLOUDPROF_MAX_BUFFERED,\n"
-    "                           default 64M)\n"
+    "                           default a quarter of --ingest-memory)\n"
     "  --max-rotations-per-minute N\n"
     "                           INITs of one stream name per connection and minute, 0 = any\n"
     "                           (CLOUDPROF_MAX_ROTATIONS_PER_MINUTE, default 1200)\n"
@@ -190,6 +195,7 @@ typedef struct serve_opts {
     int auth_ns_from_flag;
     uint64_t dump_inline_max;
     unsigned heap_keep;
+    int max_buffered_set; /* --max-buffered given: not derived from --ingest-memory */
 } serve_opts;
 
 static void opts_free(serve_opts *o)
@@ -408,6 +414,7 @@ enum {
     OPT_ALLOWED_ORIGINS,
     OPT_MIN_FREE,
     OPT_MAX_BUFFERED,
+    OPT_INGEST_MEMORY,
     OPT_MAX_ROTATIONS,
     OPT_MAX_FILES_CONN,
     OPT_WAL_MAX,
@@ -473,6 +480,7 @@ static const struct {
     [OPT_ALLOWED_ORIGINS] = {"--allowed-origins", "CLOUDPROF_ALLOWED_ORIGINS"},
     [OPT_MIN_FREE] = {"--min-free", "CLOUDPROF_MIN_FREE"},
     [OPT_MAX_BUFFERED] = {"--max-buffered", "CLOUDPROF_MAX_BUFFERED"},
+    [OPT_INGEST_MEMORY] = {"--ingest-memory", "CLOUDPROF_INGEST_MEMORY"},
     [OPT_MAX_ROTATIONS] = {"--max-rotations-per-minute", "CLOUDPROF_MAX_ROTATIONS_PER_MINUTE"},
     [OPT_MAX_FILES_CONN] = {"--max-files-per-connection", "CLOUDPROF_MAX_FILES_PER_CONNECTION"},
     [OPT_WAL_MAX] = {"--wal-max", "CLOUDPROF_WAL_MAX"},
@@ -623,7 +631,17 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
     }
     case OPT_MAX_BUFFERED:
         if ((st = parse_size(v, &o->cfg.max_buffered)) != CP_OK)
-            snprintf(why, whylen, "%s: '%s' is not a size like 64M (0 = no budget)", source, v);
+            snprintf(why, whylen, "%s: '%s' is not a size like 16M (0 = no budget)", source, v);
+        o->max_buffered_set = 1;
+        break;
+    case OPT_INGEST_MEMORY:
+        if ((st = parse_size(v, &o->cfg.ingest_memory)) != CP_OK)
+            snprintf(why, whylen, "%s: '%s' is not a size like 64M (0 = no bound)", source, v);
+        else if (o->cfg.ingest_memory && o->cfg.ingest_memory < ((uint64_t)8 << 20)) {
+            snprintf(why, whylen, "%s: '%s' is too small: at least 8M (or 0 = no bound)", source, v);
+            st = CP_EINVAL;
+        }
+        if (st == CP_OK && !o->max_buffered_set) o->cfg.max_buffered = o->cfg.ingest_memory / 4;
         break;
     case OPT_MAX_ROTATIONS:
         if ((st = cp_parse_u64(v, UINT32_MAX, &n)) == CP_OK) o->cfg.max_rotations_per_min = (uint32_t)n;

@@ -43,6 +43,7 @@ static const char *const stream_values[CP_M_STREAM_COUNT] = {"trace",      "call
                                                              "gc",         "td",            "top",     "heap"};
 static const char *const ack_values[CP_M_ACK_COUNT] = {"ok", "error"};
 static const char *const hot_values[CP_M_HOT_COUNT] = {"assembly", "transaction"};
+static const char *const mem_values[CP_M_MEM_COUNT] = {"tail_copies", "partial_records", "assembly"};
 static const char *const auth_values[CP_M_AUTH_COUNT] = {"missing", "bad_credentials", "expired", "forbidden",
                                                          "backoff"};
 /* cp_m_route order */
@@ -114,6 +115,10 @@ static const cp_metric_def builtin[CP_M_COUNT] = {
                         "Calls on their way to the hot tier: waiting in assembly (for their trace) or in the "
                         "catalog transaction not yet committed.",
                         CP_METRIC_GAUGE, L1("stage", hot_values)},
+    [CP_M_INGEST_MEMORY] = {"cloudprof_ingest_memory_bytes",
+                            "Memory ingest holds, by part: copies of recent trace/sql/xml bytes, partial records, "
+                            "call assembly state (the first two within --ingest-memory).",
+                            CP_METRIC_GAUGE, L1("part", mem_values)},
     [CP_M_COMPACTION_RUNS] = {"cloudprof_compaction_runs_total", "Compaction runs of the cold-tier task.",
                               CP_METRIC_COUNTER, NOL},
     [CP_M_COMPACTION_FAILURES] = {"cloudprof_compaction_failures_total",

@@ -64,6 +64,7 @@ typedef enum cp_metric_id {
     CP_M_CALLS_STORED,                  /* counter: committed to the hot tier */
     CP_M_CALLS_STORE_FAILURES,          /* counter */
     CP_M_HOT_QUEUE,                     /* gauge {stage: cp_m_hot_stage}, calls */
+    CP_M_INGEST_MEMORY,                 /* gauge {part: cp_m_mem_part}, bytes */
     CP_M_COMPACTION_RUNS,               /* counter */
     CP_M_COMPACTION_FAILURES,           /* counter */
     CP_M_COMPACTION_CALLS,              /* counter */
@@ -95,6 +96,7 @@ typedef enum {
 typedef enum { CP_M_ACK_OK, CP_M_ACK_ERROR, CP_M_ACK_COUNT } cp_m_ack;
 
 typedef enum { CP_M_HOT_ASSEMBLY, CP_M_HOT_TRANSACTION, CP_M_HOT_COUNT } cp_m_hot_stage;
+typedef enum { CP_M_MEM_TAILS, CP_M_MEM_PARTIAL, CP_M_MEM_ASSEMBLY, CP_M_MEM_COUNT } cp_m_mem_part;
 
 typedef enum {
     CP_M_AUTH_MISSING,

@@ -19,7 +19,7 @@
 #define CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
 #define MAX_SEGS 65536          /* chunks per call: beyond, the call is too large */
 #define MAX_THREADS 1000000     /* thread states per connection */
-#define MAX_SPARE 1024          /* recycled pcalls / extents kept per connection */
+#define MAX_SPARE 64            /* recycled pcalls / extents kept per connection */
 #define VCACHE_SLOTS 512        /* resolved-value cache entries per connection */
 #define VCACHE_BYTES (1u << 20) /* ... and the text they may hold together */
 #define VALUE_FIRST_READ 1024   /* bytes read at a value's offset in the first go */
@@ -1258,6 +1258,17 @@ void cp_asm_get_stats(const cp_asm *a, cp_asm_stats *st)
 {
     *st = a->st;
     st->pending = a->npending;
-    st->memory = sizeof *a + cp_dict_bytes(&a->dict) + a->extents.cap * sizeof(kent) +
-                 a->nextents * sizeof(extent) + a->threads.cap * sizeof(kent) + a->pauses.cap * sizeof(cp_blob_pause);
+    /* extents counted one by one (each with its segment and reference arrays and malloc's
+     * overhead, ~16 bytes a block); pending calls and scratch buffers at their sizes */
+    size_t ext = 0;
+    for (size_t i = 0; i < a->extents.cap; i++) {
+        const extent *e = a->extents.e[i].v;
+        if (e) ext += sizeof *e + 16 + (e->capsegs ? e->capsegs * sizeof(seg) + 16 : 0) +
+                      (e->caprefs ? e->caprefs * sizeof(vref) + 16 : 0);
+    }
+    st->memory = sizeof *a + cp_dict_bytes(&a->dict) + a->extents.cap * sizeof(kent) + ext +
+                 a->threads.cap * sizeof(kent) +
+                 a->pauses.cap * sizeof(cp_blob_pause) + a->npending * (sizeof(pcall) + 128) +
+                 a->waiting_by_key.cap * sizeof(kent) + a->nspare_calls * sizeof(pcall) +
+                 a->nspare_extents * sizeof(extent) + a->vcache_bytes + a->tbuf.cap + a->blob.cap;
 }

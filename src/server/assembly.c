@@ -25,9 +25,10 @@
 
 void cp_srv_asm_file_opened(cp_sfile *f)
 {
-    if (f->kind == CP_STREAM_TRACE) cp_rawlog_file_keep_tail(&f->raw, TAIL_TRACE, TAIL_MAX);
+    cp_rawlog_tailpool *pool = &f->conn->srv->tails;
+    if (f->kind == CP_STREAM_TRACE) cp_rawlog_file_keep_tail_in(&f->raw, TAIL_TRACE, TAIL_MAX, pool);
     else if (f->kind == CP_STREAM_SQL || f->kind == CP_STREAM_XML)
-        cp_rawlog_file_keep_tail(&f->raw, TAIL_VALUES, TAIL_VALUES);
+        cp_rawlog_file_keep_tail_in(&f->raw, TAIL_VALUES, TAIL_VALUES, pool);
 }
 
 /* Files that went quiet give their copies back (10 000 idle agents must stay cheap). */
@@ -176,13 +177,22 @@ static void on_asm_timer(uv_timer_t *t)
     uint64_t now = uv_now(&s->loop);
     prepare_windows(s, now);
     size_t waiting = 0; /* the hot-queue gauge's "assembly" series */
+    uint64_t asm_mem = 0;
     for (cp_conn *c = s->conns; c; c = c->next) {
         tail_release_quiet(c, now);
+        if (c->asm_) {
+            cp_asm_stats as;
+            cp_asm_get_stats(c->asm_, &as);
+            asm_mem += as.memory;
+        }
         if (!c->asm_ || !cp_asm_pending(c->asm_)) continue;
         if (cp_asm_next_deadline(c->asm_) <= (int64_t)now) cp_srv_asm_pump(c);
         if (c->asm_) waiting += cp_asm_pending(c->asm_);
     }
     cp_metrics_set(s->cfg->metrics, CP_M_HOT_QUEUE, CP_M_HOT_ASSEMBLY, (int64_t)waiting);
+    cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_TAILS, (int64_t)s->tails.used);
+    cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_PARTIAL, (int64_t)s->buffered);
+    cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_ASSEMBLY, (int64_t)asm_mem);
 }
 
 void cp_srv_asm_timer_start(cp_server *s)

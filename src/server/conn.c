@@ -43,17 +43,20 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     cp_conn *c = h->data;
     buf->base = (char *)c->srv->rbuf;
-    buf->len = CP_SRV_READ_BUF;
+    buf->len = c->srv->read_quota ? c->srv->read_quota : CP_SRV_READ_BUF;
 }
 
 /* One place decides whether we read: not after EOF, not while replies pile up (the peer
- * is not reading), not while a sync stash is large, and while closing only to drain. */
+ * is not reading), not while waiting for a sync (what the agent sends meanwhile waits in
+ * the kernel, not in our memory), not twice in one loop iteration (held), and while
+ * closing only to drain. */
 static void update_reading(cp_conn *c)
 {
     int want;
     if (c->closed || c->eof) want = 0;
     else if (c->state == CONN_CLOSING) want = c->shut == 2;
-    else want = c->write_queued + c->out.len + c->tls_out.len <= CP_SRV_WRITE_HIGH && c->in.len <= CP_SRV_STASH_HIGH;
+    else want = c->state == CONN_ACTIVE && !c->held &&
+                c->write_queued + c->out.len + c->tls_out.len <= CP_SRV_WRITE_HIGH && c->in.len <= CP_SRV_STASH_HIGH;
     if (want && !c->reading) {
         if (uv_read_start(stream_of(c), alloc_cb, read_cb) == 0) c->reading = 1;
         else hard_close(c, "cannot read");
@@ -287,12 +290,34 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         peer_gone(c, (int)nread);
         return;
     }
-    c->last_io_ms = uv_now(&c->srv->loop);
+    cp_server *s = c->srv;
+    c->last_io_ms = uv_now(&s->loop);
     if (c->state == CONN_CLOSING) return; /* lingering: discard */
     if (c->tls) tls_input(c, (const uint8_t *)buf->base, (size_t)nread);
     else input(c, (const uint8_t *)buf->base, (size_t)nread);
     cp_conn_flush(c);
+    s->iter_bytes += (uint64_t)nread;
+    /* one read per iteration (libuv would read the same socket again up to 32 times) */
+    if (!c->closed && c->state != CONN_CLOSING &&
+        cp_grow((void **)&s->held, &s->capheld, s->nheld + 1, sizeof *s->held, 64) == CP_OK) {
+        c->held = 1;
+        s->held[s->nheld++] = c;
+    }
     update_reading(c);
+}
+
+void cp_srv_release_held(cp_server *s)
+{
+    size_t share = CP_SRV_ITER_BUDGET / (s->nconns ? s->nconns : 1);
+    s->read_quota = share < CP_SRV_MIN_READ ? CP_SRV_MIN_READ : share > CP_SRV_READ_BUF ? CP_SRV_READ_BUF : share;
+    s->iter_bytes = 0;
+    for (size_t i = 0; i < s->nheld; i++) {
+        cp_conn *k = s->held[i];
+        if (!k) continue; /* released since (cp_srv_unhold) */
+        k->held = 0;
+        update_reading(k);
+    }
+    s->nheld = 0;
 }
 
 /* Runs the commands stashed while the connection waited for a sync. */
@@ -327,6 +352,8 @@ static void conn_release(cp_conn *c)
         cp_srv_unlive(s, c->restart_key);
     }
     cp_srv_buffered(c, 0); /* its decoders go */
+    for (size_t i = 0; c->held && i < s->nheld; i++)
+        if (s->held[i] == c) s->held[i] = NULL;
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) cp_sfile_free(c->slots[i].file);
     while (c->retired) {
         cp_sfile *f = c->retired;

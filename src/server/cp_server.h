@@ -64,8 +64,14 @@ typedef struct cp_server_config {
      * RCV_DATA) or a refused INIT, and cp_server_disk_low() says so to the uploads. */
     uint64_t min_free_bytes;
     unsigned min_free_pct;
-    /* Partial records the decoders may hold for all agents together (default 64 MiB):
-     * beyond it, an agent holding more than its fair share gets 0xFF. */
+    /* The memory ingest may hold (issue 18, default 64 MiB, 0 = no bound): half of it for
+     * the copies of recently appended trace/sql/xml bytes (assembly reads them back; past
+     * the share, reads go to the page cache), a quarter for the SQLite catalog's page
+     * cache, and max_buffered (by default the last quarter) for partial records. */
+    uint64_t ingest_memory;
+    /* Partial records the decoders may hold for all agents together (default 16 MiB, a
+     * quarter of ingest_memory): beyond it, an agent holding more than its fair share
+     * gets 0xFF. */
     uint64_t max_buffered;
     uint32_t max_rotations_per_min;   /* INITs of one stream name per minute (default 1200) */
     uint32_t max_files_per_conn;      /* stream files one connection may open (default 20000) */

@@ -32,6 +32,15 @@
 #define CP_SRV_READ_BUF (64 * 1024)        /* the one shared read buffer */
 #define CP_SRV_WRITE_HIGH (64 * 1024)      /* queued reply bytes that pause reading */
 #define CP_SRV_STASH_HIGH (1024 * 1024)    /* input stashed during a sync that pauses reading */
+/* Bytes read from all agents in one loop iteration, about: each connection reads once per
+ * iteration (then waits for the next), at most its share of this budget among the
+ * connections (between CP_SRV_MIN_READ and CP_SRV_READ_BUF).
+ * An iteration then ends (commit, fsync batch, flush acks) every few tens of ms however
+ * many agents have data waiting, every agent gets its turn in each, and what waits stays
+ * in the kernel's socket buffers, slowing the agents down (backpressure) instead of
+ * growing the transaction and the memory. */
+#define CP_SRV_ITER_BUDGET (256 * 1024)
+#define CP_SRV_MIN_READ (4 * 1024)
 #define CP_SRV_LINGER_MS 5000              /* how long a closing connection may drain */
 #define CP_SRV_TOUCH_MS 30000              /* pods.last_active update interval */
 #define CP_SRV_FD_RESERVE 64               /* fds kept free for the catalog, dir fsyncs, libuv */
@@ -85,6 +94,7 @@ struct cp_conn {
     uint8_t identified;
     uint8_t eof;              /* the peer closed its side */
     uint8_t reading;          /* uv_read_start is in effect */
+    uint8_t held;             /* read in this iteration: no more until the next (CP_SRV_ITER_BUDGET) */
     uint8_t in_batch;         /* member of the pending or the in-flight sync batch */
     uint8_t sync_ack;         /* the batch answers a REQUEST_ACK_FLUSH with 0x00 */
     uint8_t closed;           /* uv_close called */
@@ -207,7 +217,14 @@ struct cp_server {
     uint64_t disk_refused, disk_refused_logged_ms;
     uint64_t buffered;        /* partial-record bytes held for all connections */
     size_t nbuffering;        /* connections holding some */
+    cp_rawlog_tailpool tails; /* the tail copies of every live file (--ingest-memory / 2) */
+    uint64_t iter_bytes;      /* read in this loop iteration */
+    size_t read_quota;        /* bytes one read may take in this iteration */
+    cp_conn **held;           /* the connections that did */
+    size_t nheld, capheld;
 };
+/* The loop iteration ends: the next read size, and the held connections read again. */
+void cp_srv_release_held(cp_server *s);
 
 /* server.c */
 void cp_srv_log(cp_server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -717,6 +717,17 @@ static int sq_set_durable(cp_catalog *base, int on)
 
 /* The WAL's bound: maintain() cuts it back past it; journal_size_limit trims it to that
  * size when a write restarts it. */
+static int sq_set_cache_max(cp_catalog *base, uint64_t bytes)
+{
+    sqlite_catalog *c = (sqlite_catalog *)base;
+    uint64_t kib = bytes / 1024;
+    if (kib < 1024) kib = 1024;
+    if (kib > (uint64_t)1 << 30) kib = (uint64_t)1 << 30;
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA cache_size = -%llu", (unsigned long long)kib);
+    return cp_sq_exec(c, sql, "set cache size");
+}
+
 static int sq_set_wal_max(cp_catalog *base, uint64_t bytes)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
@@ -739,6 +750,7 @@ static const cp_catalog_ops sqlite_ops = {
     .set_idle = sq_set_idle,
     .set_bulk = sq_set_bulk,
     .set_wal_max = sq_set_wal_max,
+    .set_cache_max = sq_set_cache_max,
     .set_durable = sq_set_durable,
     .windows_prepare = sq_windows_prepare,
     .commit = cp_sq_commit,

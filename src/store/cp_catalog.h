@@ -145,6 +145,9 @@ typedef struct cp_catalog_ops {
     int (*set_wal_max)(cp_catalog *c, uint64_t bytes);
     /* A bulk writer (imports): a small page cache (SQLite); NULL = nothing to change. */
     int (*set_bulk)(cp_catalog *c);
+    /* The writer's page cache at most this many bytes (SQLite, default 64 MiB; at least
+     * 1 MiB); NULL = the database server's own memory (PostgreSQL). */
+    int (*set_cache_max)(cp_catalog *c, uint64_t bytes);
     /* Commits what is open, then every later commit is durable when it returns (on) or
      * not (off, SQLite's default here: the raw log is the durable copy). SQLite: a FULL
      * commit fsyncs the WAL, and with it every commit before; NULL = commits are always
@@ -286,6 +289,10 @@ static inline int cp_catalog_set_wal_max(cp_catalog *c, uint64_t bytes)
     return c->ops->set_wal_max ? c->ops->set_wal_max(c, bytes) : CP_OK;
 }
 static inline int cp_catalog_set_bulk(cp_catalog *c) { return c->ops->set_bulk ? c->ops->set_bulk(c) : CP_OK; }
+static inline int cp_catalog_set_cache_max(cp_catalog *c, uint64_t bytes)
+{
+    return c->ops->set_cache_max ? c->ops->set_cache_max(c, bytes) : CP_OK;
+}
 static inline int cp_catalog_set_durable(cp_catalog *c, int on)
 {
     return c->ops->set_durable ? c->ops->set_durable(c, on) : c->ops->commit(c);
