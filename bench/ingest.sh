@@ -58,6 +58,10 @@
 #   --no-build              do not (re)build, use what is in DIR
 #   --no-baseline           no nullsink runs at half and fixed rate (max always has one)
 #   --keep                  keep the temporary data directories and logs
+#   --pg URL                the cloudprof runs use a PostgreSQL catalog (serve --catalog):
+#                           a fresh database cp_ingest_<run>_<pid> is created next to URL's
+#                           for each run (CREATE DATABASE rights needed) and dropped after;
+#                           the PostgreSQL server's CPU is not in the collector's figures
 # env: CP_INGEST_EMULATOR   a command to use instead of `DIR/cloudprof emulate` (same flags)
 #      TMPDIR               where the data directories go (default /tmp; its filesystem is
 #                           printed: fsync cost depends on it)
@@ -75,7 +79,7 @@ flush_ms=${CP_INGEST_FLUSH_MS:-5000}
 proto=${CP_INGEST_PROTOCOL:-100705}
 build=${CP_BENCH_BUILD:-$root/build-bench}
 runs="max,half,fixed"
-json=0 do_build=1 keep=0 perf_s=0 baseline=1 tls=0
+json=0 do_build=1 keep=0 perf_s=0 baseline=1 tls=0 pg_url=""
 emu_extra=()
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
@@ -93,6 +97,7 @@ while (($#)); do
     --runs) need "$@"; runs=$2; shift ;;
     --tls) tls=1 ;;
     --perf) need "$@"; perf_s=$2; shift ;;
+    --pg) need "$@"; pg_url=$2; shift ;;
     --emulate-arg) need "$@"; emu_extra+=("$2"); shift ;;
     --emulate-arg=*) emu_extra+=("${1#--emulate-arg=}") ;;
     --build) need "$@"; build=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift ;;
@@ -212,8 +217,14 @@ start_collector() {
             --tls-key "$tls_dir/srv.key" --agent-host 127.0.0.1 --http-port 0 --http-host 127.0.0.1 --data "$srv_dir" \
             --ready-file "$ready" --log-level warn --protocol-version "$proto" >"$srv_log" 2>&1 &
     elif [[ $kind == cloudprof ]]; then
+        local catalog=()
+        if [[ -n $pg_url ]]; then
+            pg_db=cp_ingest_${name//[^a-z0-9_]/_}_$$
+            psql -q "$pg_url" -c "DROP DATABASE IF EXISTS $pg_db" -c "CREATE DATABASE $pg_db" >/dev/null
+            catalog=(--catalog "${pg_url%/*}/$pg_db")
+        fi
         "${pin_srv[@]}" "$cloudprof" serve --agent-port auto --agent-host 127.0.0.1 --http-port 0 --http-host 127.0.0.1 --data "$srv_dir" \
-            --ready-file "$ready" --log-level warn --protocol-version "$proto" >"$srv_log" 2>&1 &
+            "${catalog[@]}" --ready-file "$ready" --log-level warn --protocol-version "$proto" >"$srv_log" 2>&1 &
     else
         # the server's default rotation, so that agents rotate the same way against both
         "${pin_srv[@]}" "$nullsink" --port 0 --host 127.0.0.1 --ready-file "$ready" --protocol-version "$proto" \
@@ -249,6 +260,10 @@ stop_collector() {
     local p keep_pids=()
     for p in "${live_pids[@]}"; do [[ $p == "$srv_pid" ]] || keep_pids+=("$p"); done
     live_pids=("${keep_pids[@]}")
+    if [[ -n $pg_url && -n ${pg_db:-} ]]; then
+        psql -q "$pg_url" -c "DROP DATABASE IF EXISTS $pg_db" >/dev/null 2>&1 || true
+        pg_db=""
+    fi
 }
 
 # Runs the emulator pinned to core 1 against srv_port; sets emu_json, emu_rc, emu_cpu_s.
