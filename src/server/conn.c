@@ -43,12 +43,12 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     cp_conn *c = h->data;
     buf->base = (char *)c->srv->rbuf;
-    buf->len = c->srv->read_quota ? c->srv->read_quota : CP_SRV_READ_BUF;
+    buf->len = CP_SRV_READ_BUF;
 }
 
 /* One place decides whether we read: not after EOF, not while replies pile up (the peer
  * is not reading), not while waiting for a sync (what the agent sends meanwhile waits in
- * the kernel, not in our memory), not twice in one loop iteration (held), and while
+ * the kernel, not in our memory), not past its share of a loop iteration (held), and while
  * closing only to drain. */
 static void update_reading(cp_conn *c)
 {
@@ -296,9 +296,10 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (c->tls) tls_input(c, (const uint8_t *)buf->base, (size_t)nread);
     else input(c, (const uint8_t *)buf->base, (size_t)nread);
     cp_conn_flush(c);
-    s->iter_bytes += (uint64_t)nread;
-    /* one read per iteration (libuv would read the same socket again up to 32 times) */
-    if (!c->closed && c->state != CONN_CLOSING &&
+    /* its share of the iteration read: the rest waits for the next one */
+    if (c->iter_gen != s->iter_gen) c->iter_gen = s->iter_gen, c->iter_read = 0;
+    c->iter_read += (uint32_t)nread;
+    if (c->iter_read >= CP_SRV_CONN_ITER_MAX && !c->closed && c->state != CONN_CLOSING && !c->held &&
         cp_grow((void **)&s->held, &s->capheld, s->nheld + 1, sizeof *s->held, 64) == CP_OK) {
         c->held = 1;
         s->held[s->nheld++] = c;
@@ -308,16 +309,14 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 void cp_srv_release_held(cp_server *s)
 {
-    size_t share = CP_SRV_ITER_BUDGET / (s->nconns ? s->nconns : 1);
-    s->read_quota = share < CP_SRV_MIN_READ ? CP_SRV_MIN_READ : share > CP_SRV_READ_BUF ? CP_SRV_READ_BUF : share;
-    s->iter_bytes = 0;
     for (size_t i = 0; i < s->nheld; i++) {
         cp_conn *k = s->held[i];
-        if (!k) continue; /* released since (cp_srv_unhold) */
+        if (!k) continue; /* freed since */
         k->held = 0;
         update_reading(k);
     }
     s->nheld = 0;
+    s->iter_gen++;
 }
 
 /* Runs the commands stashed while the connection waited for a sync. */

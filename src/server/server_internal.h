@@ -32,15 +32,14 @@
 #define CP_SRV_READ_BUF (64 * 1024)        /* the one shared read buffer */
 #define CP_SRV_WRITE_HIGH (64 * 1024)      /* queued reply bytes that pause reading */
 #define CP_SRV_STASH_HIGH (1024 * 1024)    /* input stashed during a sync that pauses reading */
-/* Bytes read from all agents in one loop iteration, about: each connection reads once per
- * iteration (then waits for the next), at most its share of this budget among the
- * connections (between CP_SRV_MIN_READ and CP_SRV_READ_BUF).
- * An iteration then ends (commit, fsync batch, flush acks) every few tens of ms however
- * many agents have data waiting, every agent gets its turn in each, and what waits stays
- * in the kernel's socket buffers, slowing the agents down (backpressure) instead of
- * growing the transaction and the memory. */
-#define CP_SRV_ITER_BUDGET (256 * 1024)
-#define CP_SRV_MIN_READ (4 * 1024)
+/* Bytes one connection may read in one loop iteration; then it waits for the next one
+ * (libuv reads a ready socket up to 32 times per iteration: 2 MiB). An iteration then ends
+ * (commit, fsync batch, flush acks) after at most this much of each agent's data, every
+ * agent gets its turn in each, and what waits stays in the kernel's socket buffers. Large
+ * enough that an agent's usual window (the emulator's 128 KiB) goes in one iteration:
+ * smaller reads and shares cost more in acks and raw-log writes than they save (measured,
+ * docs/BENCHMARKS.md issue 18). */
+#define CP_SRV_CONN_ITER_MAX (256 * 1024)
 #define CP_SRV_LINGER_MS 5000              /* how long a closing connection may drain */
 #define CP_SRV_TOUCH_MS 30000              /* pods.last_active update interval */
 #define CP_SRV_FD_RESERVE 64               /* fds kept free for the catalog, dir fsyncs, libuv */
@@ -94,7 +93,9 @@ struct cp_conn {
     uint8_t identified;
     uint8_t eof;              /* the peer closed its side */
     uint8_t reading;          /* uv_read_start is in effect */
-    uint8_t held;             /* read in this iteration: no more until the next (CP_SRV_ITER_BUDGET) */
+    uint8_t held;             /* read its share in this iteration: no more until the next */
+    uint32_t iter_read;       /* bytes read in iteration iter_gen (CP_SRV_CONN_ITER_MAX) */
+    uint32_t iter_gen;
     uint8_t in_batch;         /* member of the pending or the in-flight sync batch */
     uint8_t sync_ack;         /* the batch answers a REQUEST_ACK_FLUSH with 0x00 */
     uint8_t closed;           /* uv_close called */
@@ -218,12 +219,11 @@ struct cp_server {
     uint64_t buffered;        /* partial-record bytes held for all connections */
     size_t nbuffering;        /* connections holding some */
     cp_rawlog_tailpool tails; /* the tail copies of every live file (--ingest-memory / 2) */
-    uint64_t iter_bytes;      /* read in this loop iteration */
-    size_t read_quota;        /* bytes one read may take in this iteration */
-    cp_conn **held;           /* the connections that did */
+    cp_conn **held;           /* the connections that read their share in this iteration */
+    uint32_t iter_gen;        /* loop iterations (wraps) */
     size_t nheld, capheld;
 };
-/* The loop iteration ends: the next read size, and the held connections read again. */
+/* The loop iteration ends: the held connections read again. */
 void cp_srv_release_held(cp_server *s);
 
 /* server.c */
