@@ -216,7 +216,7 @@ struct cp_asm {
         int32_t file, offset;
         uint32_t units;         /* UTF-16 length, for the budget */
         cp_buf text;            /* UTF-8 */
-    } vcache[VCACHE_SLOTS];
+    } *vcache;                  /* VCACHE_SLOTS, made on the first value (idle agents stay small) */
     size_t vcache_bytes;
     /* assembly scratch */
     cp_buf tbuf;                /* trace bytes */
@@ -337,7 +337,8 @@ void cp_asm_free(cp_asm *a)
     cp_buf_free(&a->tbuf);
     cp_buf_free(&a->vbuf);
     cp_buf_free(&a->sbuf);
-    for (size_t i = 0; i < VCACHE_SLOTS; i++) cp_buf_free(&a->vcache[i].text);
+    for (size_t i = 0; a->vcache && i < VCACHE_SLOTS; i++) cp_buf_free(&a->vcache[i].text);
+    free(a->vcache);
     cp_buf_free(&a->params_json);
     cp_buf_free(&a->names);
     free(a->pv);
@@ -822,6 +823,7 @@ static int cmp_vref(const void *x, const void *y)
 /* One sql/xml value at (kind, file, offset): its varint length then UTF-16BE units. */
 static struct vcache_ent *vcache_slot(cp_asm *a, uint8_t kind, int32_t file, int32_t offset)
 {
+    if (!a->vcache && !(a->vcache = calloc(VCACHE_SLOTS, sizeof *a->vcache))) return NULL;
     uint64_t h = kmix(((uint64_t)kind << 32) | (uint32_t)file, (uint32_t)offset);
     return &a->vcache[h % VCACHE_SLOTS];
 }
@@ -830,7 +832,7 @@ static struct vcache_ent *vcache_slot(cp_asm *a, uint8_t kind, int32_t file, int
 static void vcache_put(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, uint32_t units)
 {
     struct vcache_ent *e = vcache_slot(a, kind, file, offset);
-    if (a->sbuf.len > VCACHE_BYTES / 4) return;
+    if (!e || a->sbuf.len > VCACHE_BYTES / 4) return; /* no memory: values are read again */
     if (e->used) a->vcache_bytes -= e->text.len;
     e->used = 0;
     if (a->vcache_bytes + a->sbuf.len > VCACHE_BYTES) return;
@@ -846,7 +848,7 @@ static int read_value(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, siz
     *resolved = 0;
     if (offset < 0) return ASM_DONE;
     struct vcache_ent *ce = vcache_slot(a, kind, file, offset);
-    if (ce->used && ce->kind == kind && ce->file == file && ce->offset == offset) {
+    if (ce && ce->used && ce->kind == kind && ce->file == file && ce->offset == offset) {
         if ((uint64_t)ce->units * 2 > *budget) return ASM_DONE;
         cp_buf_reset(&a->sbuf);
         if (cp_buf_append(&a->sbuf, ce->text.data, ce->text.len) != CP_OK) {
