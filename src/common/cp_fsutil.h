@@ -8,6 +8,11 @@
 
 /* write() until all n bytes are out, retrying short writes and EINTR. */
 int cp_write_all(int fd, const void *p, size_t n);
+/* writev() until every byte of v[0..n) is out (n <= IOV_MAX), retrying short writes and
+ * EINTR; v is not changed. */
+#define CP_IOV_MAX 64
+struct iovec;
+int cp_writev_all(int fd, const struct iovec *v, int n);
 
 /* pread() until n bytes are in or the file ends, retrying short reads and EINTR: the
  * bytes read, or -1 (errno set). */

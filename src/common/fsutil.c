@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 int cp_write_all(int fd, const void *p, size_t n)
@@ -19,6 +21,30 @@ int cp_write_all(int fd, const void *p, size_t n)
         }
         q += w;
         n -= (size_t)w;
+    }
+    return CP_OK;
+}
+
+int cp_writev_all(int fd, const struct iovec *v, int n)
+{
+    struct iovec cur[CP_IOV_MAX];
+    if (n < 0 || n > CP_IOV_MAX) return CP_EINVAL;
+    memcpy(cur, v, (size_t)n * sizeof *cur);
+    struct iovec *q = cur;
+    while (n > 0) {
+        ssize_t w = writev(fd, q, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return CP_EIO;
+        }
+        while (n > 0 && (size_t)w >= q->iov_len) { /* whole pieces out */
+            w -= (ssize_t)q->iov_len;
+            q++, n--;
+        }
+        if (n > 0) { /* a short write ended inside this piece */
+            q->iov_base = (uint8_t *)q->iov_base + w;
+            q->iov_len -= (size_t)w;
+        }
     }
     return CP_OK;
 }

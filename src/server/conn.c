@@ -20,10 +20,14 @@
 
 #include "common/cp_metrics.h"
 #include "common/cp_tls.h"
+#include "common/cp_fsutil.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
 
 typedef struct write_req {
     uv_write_t req;
@@ -167,16 +171,49 @@ static void count_command(cp_server *s, int type, size_t bytes)
     cp_metrics_add(s->cfg->metrics, CP_M_AGENT_RECEIVED_BYTES, (size_t)k, bytes);
 }
 
+/* Consecutive RCV_DATA commands of one file, written with one writev (the raw log then
+ * costs one system call per file and read, not one per ~1 KiB payload). */
+typedef struct data_run {
+    cp_sfile *f;
+    struct iovec v[CP_IOV_MAX];
+    int n;
+    size_t start, bytes; /* offset of its first command; the commands' wire bytes */
+} data_run;
+
+/* Writes the run; returns the offset to go on from: after it, or its start when it must
+ * be parsed again after a sync (RETRY), or SIZE_MAX when the connection stopped. */
+static size_t run_flush(cp_conn *c, data_run *r, size_t off)
+{
+    if (!r->n) return off;
+    int st = cp_proto_data_run(c, r->f, r->v, r->n);
+    size_t next = st == CP_PROTO_RETRY ? r->start : st == CP_PROTO_NEXT ? off : SIZE_MAX;
+    if (st != CP_PROTO_RETRY) {
+        for (int i = 0; i < r->n; i++) count_command(c->srv, CP_CMD_DATA, 0);
+        cp_metrics_add(c->srv->cfg->metrics, CP_M_AGENT_RECEIVED_BYTES, CP_M_CMD_DATA, r->bytes);
+    }
+    r->n = 0;
+    r->bytes = 0;
+    r->f = NULL;
+    return next;
+}
+
 /* Parses and handles complete commands from p[0..n) while the connection is active.
  * Returns the bytes consumed. */
 static size_t process(cp_conn *c, const uint8_t *p, size_t n)
 {
     size_t off = 0;
+    data_run run = {.n = 0};
     while (c->state == CONN_ACTIVE && off < n) {
         cp_cmd cmd;
         size_t used;
         int st = cp_wire_parse(p + off, n - off, &cmd, &used);
         if (st == CP_AGAIN) break;
+        if (st != CP_OK || cmd.type != CP_CMD_DATA || !c->identified) {
+            /* whatever comes next answers after the payloads before it */
+            size_t next = run_flush(c, &run, off);
+            if (next != off) return next == SIZE_MAX ? off : next;
+            if (c->state != CONN_ACTIVE) break;
+        }
         if (st != CP_OK) {
             cp_conn_fail(c, "%s (command byte 0x%02x)", cp_wire_strerror(st), p[off]);
             break;
@@ -186,11 +223,31 @@ static size_t process(cp_conn *c, const uint8_t *p, size_t n)
             cp_conn_fail(c, "namespace not allowed by the client certificate");
             break;
         }
+        if (cmd.type == CP_CMD_DATA && c->identified) {
+            cp_sfile *f = run.n && run.f ? run.f : NULL;
+            if (!f || run.n == CP_IOV_MAX || memcmp(f->handle, cmd.u.data.handle, 16) != 0) {
+                size_t next = run_flush(c, &run, off);
+                if (next != off) {
+                    off = next == SIZE_MAX ? off : next;
+                    return off;
+                }
+                if (!(f = cp_proto_data_target(c, &cmd))) break;
+                run.f = f;
+                run.start = off;
+            }
+            run.v[run.n].iov_base = (void *)cmd.u.data.payload.p;
+            run.v[run.n].iov_len = cmd.u.data.payload.n;
+            run.n++;
+            run.bytes += used;
+            off += used;
+            continue;
+        }
         if (cp_proto_handle(c, &cmd) == CP_PROTO_RETRY) break; /* parsed again later: counted then */
         count_command(c->srv, cmd.type, used);
         off += used;
     }
-    return off;
+    size_t next = run_flush(c, &run, off);
+    return next == SIZE_MAX ? off : next;
 }
 
 static void stash(cp_conn *c, const uint8_t *p, size_t n)

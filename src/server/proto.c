@@ -9,8 +9,12 @@
 
 #include "common/cp_metrics.h"
 
+#include "common/cp_fsutil.h"
+
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
 
 static const uint8_t ack_ok = CP_ACK_OK;
 _Static_assert(CP_STREAM_KIND_COUNT - CP_STREAM_TRACE == CP_M_STREAM_COUNT, "cp_metrics.c's stream kinds");
@@ -273,39 +277,64 @@ static uint64_t conn_buffered(const cp_conn *c)
     return n;
 }
 
-static int on_data(cp_conn *c, const cp_cmd *cmd)
+cp_sfile *cp_proto_data_target(cp_conn *c, const cp_cmd *cmd)
 {
-    if (!need_identified(c, cmd)) return CP_PROTO_STOP;
+    if (!need_identified(c, cmd)) return NULL;
     cp_sfile *f = find_file(c, cmd->u.data.handle);
     if (!f) {
         char h[37];
         cp_uuid_str(cmd->u.data.handle, h);
         cp_conn_fail(c, "RCV_DATA for unknown handle %s", h);
-        return CP_PROTO_STOP;
+        return NULL;
     }
     if (cp_srv_disk_refuse(c->srv, "RCV_DATA")) {
         cp_conn_fail(c, "the data directory is below its free-space floor");
-        return CP_PROTO_STOP;
+        return NULL;
     }
-    int st = cp_sfile_write(f, cmd->u.data.payload.p, cmd->u.data.payload.n);
+    return f;
+}
+
+static void ack_data(cp_conn *c, size_t n)
+{
+    uint8_t acks[CP_IOV_MAX];
+    if (!n) return;
+    memset(acks, CP_ACK_OK, n);
+    cp_conn_reply(c, acks, n);
+    cp_metrics_add(c->srv->cfg->metrics, CP_M_AGENT_ACKS, CP_M_ACK_OK, n);
+}
+
+int cp_proto_data_run(cp_conn *c, cp_sfile *f, const struct iovec *v, int n)
+{
+    size_t ok = 0;
+    int st = cp_sfile_writev(f, v, n, &ok);
     if (st == CP_AGAIN) return on_fd_shortage(c, f);
     c->fd_retries = 0;
+    size_t bytes = 0;
+    for (size_t i = 0; i < ok; i++) bytes += v[i].iov_len;
+    cp_metrics_add(c->srv->cfg->metrics, CP_M_AGENT_STREAM_BYTES, (size_t)f->kind - CP_STREAM_TRACE, bytes);
     if (st != CP_OK) {
+        ack_data(c, ok); /* the payloads before the one that failed were stored and decoded */
         cp_conn_fail(c, "%s file %lld rejected: %s", cp_stream_kind_name(f->kind), (long long)f->seq + 1,
                      f->error ? f->error : "?");
         return CP_PROTO_STOP;
     }
     if (cp_srv_buffered(c, conn_buffered(c)) != 0) {
+        ack_data(c, ok - 1); /* the last one made the decoders hold too much */
         cp_conn_fail(c, "partial records of %llu bytes: more than its share of --max-buffered (%llu bytes held "
                         "for %zu agents)",
                      (unsigned long long)c->buffered, (unsigned long long)c->srv->buffered, c->srv->nbuffering);
         return CP_PROTO_STOP;
     }
-    cp_conn_reply(c, &ack_ok, 1);
-    cp_metrics_inc(c->srv->cfg->metrics, CP_M_AGENT_ACKS, CP_M_ACK_OK);
-    cp_metrics_add(c->srv->cfg->metrics, CP_M_AGENT_STREAM_BYTES, (size_t)f->kind - CP_STREAM_TRACE,
-                   cmd->u.data.payload.n);
+    ack_data(c, ok);
     return CP_PROTO_NEXT;
+}
+
+static int on_data(cp_conn *c, const cp_cmd *cmd)
+{
+    cp_sfile *f = cp_proto_data_target(c, cmd);
+    if (!f) return CP_PROTO_STOP;
+    struct iovec v = {(void *)cmd->u.data.payload.p, cmd->u.data.payload.n};
+    return cp_proto_data_run(c, f, &v, 1);
 }
 
 /* ---- 0x11 REQUEST_ACK_FLUSH ------------------------------------------------------------------------ */

@@ -286,15 +286,27 @@ enum { CP_PROTO_NEXT, CP_PROTO_STOP, CP_PROTO_RETRY };
 /* Handles one command; NEXT = continue parsing, STOP = the connection stopped
  * (sync wait or closing) after consuming it, RETRY = stopped without consuming it. */
 int cp_proto_handle(cp_conn *c, const cp_cmd *cmd);
+/* RCV_DATA in runs (conn.c): the file a data command writes to, or NULL once the
+ * connection was failed (unknown handle, before the handshake, disk below its floor). */
+cp_sfile *cp_proto_data_target(cp_conn *c, const cp_cmd *cmd);
+/* Consecutive payloads of one file (from cp_proto_data_target) written with one writev,
+ * decoded in order and acknowledged (0x00 each, or 0xFF at the first that failed):
+ * CP_PROTO_NEXT, _STOP, or _RETRY (no fd: nothing done, the whole run is parsed again
+ * after a sync). */
+int cp_proto_data_run(cp_conn *c, cp_sfile *f, const struct iovec *v, int n);
 void cp_proto_free_ident(cp_conn *c);
 
 /* sfile.c */
 int cp_sfile_open(cp_conn *c, cp_stream_kind kind, int32_t seq, int32_t first_word_id, cp_sfile **out);
-/* Decodes then appends one payload. CP_AGAIN: no fd could be opened for the file (all
- * open ones are dirty or pinned); nothing was done and the write can be retried after a
- * sync. On other failures the file is failed, its raw bytes cut to the clean prefix,
- * and the reason is in f->error. */
+/* Appends one payload, then decodes it. CP_AGAIN: no fd could be opened for the file
+ * (all open ones are dirty or pinned); nothing was done and the write can be retried
+ * after a sync. On other failures the file is failed, its raw bytes cut to the clean
+ * prefix, and the reason is in f->error. */
 int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n);
+/* The same for nv payloads (nv <= CP_IOV_MAX) in one writev; *ok = the payloads decoded
+ * whole before a failure (all nv on CP_OK, 0 when the write failed). */
+struct iovec;
+int cp_sfile_writev(cp_sfile *f, const struct iovec *v, int nv, size_t *ok);
 /* Ends the file: finish the decoder, drop a torn tail, mark the catalog row. Idempotent. */
 void cp_sfile_finalize(cp_sfile *f);
 void cp_sfile_free(cp_sfile *f);

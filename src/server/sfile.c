@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <sys/uio.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -163,6 +164,16 @@ static void cut_to_committed(cp_sfile *f)
 
 int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
 {
+    struct iovec v = {(void *)p, n};
+    size_t ok;
+    return cp_sfile_writev(f, &v, 1, &ok);
+}
+
+int cp_sfile_writev(cp_sfile *f, const struct iovec *v, int nv, size_t *ok)
+{
+    *ok = 0;
+    size_t n = 0;
+    for (int i = 0; i < nv; i++) n += v[i].iov_len;
     if (f->failed) return CP_EIO;
     if (n && cp_rawlog_file_prepare(&f->raw) != CP_OK) {
         if (errno == EMFILE || errno == ENFILE) return CP_AGAIN; /* nothing changed: retry later */
@@ -177,7 +188,7 @@ int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
     /* Stored first, decoded after: a call must reach the hot tier only if its bytes are in
      * the raw log (a payload the disk refused is sent again, on a new connection). */
     uint64_t clean = f->dec ? cp_dec_committed(f->dec) : f->raw.size; /* the last whole record stored */
-    st = cp_rawlog_file_append(&f->raw, p, n);
+    st = cp_rawlog_file_appendv(&f->raw, v, nv);
     if (st != CP_OK) {
         int saved = errno;
         set_error(f, "write %s: %s", f->raw.path, strerror(saved));
@@ -188,13 +199,16 @@ int cp_sfile_write(cp_sfile *f, const uint8_t *p, size_t n)
         errno = saved;
         return st;
     }
-    if (f->dec) {
-        st = cp_dec_feed(f->dec, p, n);
-        if (st != CP_OK) {
-            set_error(f, "%s", cp_dec_error(f->dec));
-            cut_to_committed(f);
-            return st;
+    for (int i = 0; i < nv; i++) {
+        if (f->dec) {
+            st = cp_dec_feed(f->dec, v[i].iov_base, v[i].iov_len);
+            if (st != CP_OK) {
+                set_error(f, "%s", cp_dec_error(f->dec));
+                cut_to_committed(f);
+                return st;
+            }
         }
+        (*ok)++;
     }
     f->last_write_ms = uv_now(&f->conn->srv->loop);
     /* the calls this payload completed can be read back now */

@@ -132,6 +132,10 @@ int cp_rawlog_file_prepare(cp_rawlog_file *f);
 /* Appends n bytes with plain write()s (short writes and EINTR retried), reopening the
  * fd (O_WRONLY|O_APPEND) if the cache closed it. The file becomes dirty. */
 int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n);
+/* The same for n pieces (n <= CP_IOV_MAX) in one writev: all of them or, on failure,
+ * none (a partial write is cut back). */
+struct iovec;
+int cp_rawlog_file_appendv(cp_rawlog_file *f, const struct iovec *v, int n);
 /* Reads up to n bytes at off (never past the bytes appended): from the tail copy when it
  * holds them, else from the file, reopening the fd if the cache closed it (fds are
  * O_RDWR). Returns the bytes read or a negative status. */

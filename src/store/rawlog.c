@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define DIR_MODE 0755
@@ -419,6 +420,26 @@ fail:;
 }
 
 static void tail_add(cp_rawlog_file *f, const uint8_t *p, size_t n);
+
+int cp_rawlog_file_appendv(cp_rawlog_file *f, const struct iovec *v, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += v[i].iov_len;
+    if (total == 0) return CP_OK;
+    if (ensure_open(f) != CP_OK) return CP_EIO;
+    mark_dirty(f);
+    int st = cp_writev_all(f->fd, v, n);
+    if (st != CP_OK) {
+        /* a partial write would leave bytes we never acknowledged: cut them */
+        int saved = errno;
+        if (ftruncate(f->fd, (off_t)f->size) != 0) { /* the file is failed either way */ }
+        errno = saved;
+        return st;
+    }
+    f->size += total;
+    for (int i = 0; i < n; i++) tail_add(f, v[i].iov_base, v[i].iov_len);
+    return CP_OK;
+}
 
 int cp_rawlog_file_append(cp_rawlog_file *f, const void *p, size_t n)
 {

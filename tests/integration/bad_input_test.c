@@ -503,6 +503,51 @@ static void test_corrupt_calls_record(void **state)
     finish(&f);
 }
 
+/* Many payloads of one stream in one write (the server writes such a run with one
+ * writev, then decodes and acknowledges each): the clean pieces before the corrupt one
+ * get 0x00 each, the corrupt one 0xFF, nothing after it is answered or kept. */
+static void test_corrupt_payload_inside_a_run(void **state)
+{
+    (void)state;
+    fixture f;
+    setup(&f, "corrupt-run", NULL);
+    cp_buf data, m;
+    load_fixture(CALLS_FIXTURE, &data);
+    uint64_t ends[8];
+    assert_int_equal(unit_ends("calls", &data, ends, 8), 8);
+    static const uint8_t rec[] = {0x00, 0x01, 0x01, 0x01, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const char *pod = "corrupt-run_1700000000001";
+    uint8_t h[16];
+    int b = bad_open(&f.s, pod, "calls", h);
+    cp_buf_init(&m);
+    enum { PIECE = 16 };
+    size_t clean_pieces = (size_t)(ends[2] + PIECE - 1) / PIECE;
+    agent_put_data(&m, h, data.data, ends[2], PIECE);             /* header + 2 records */
+    agent_put_data(&m, h, rec, sizeof rec, sizeof rec);           /* a record naming thread #7 of 2 */
+    agent_put_data(&m, h, data.data + ends[2], ends[4] - ends[2], PIECE); /* clean, but after it */
+    conn_send_buf(b, &m);
+    uint8_t want[64];
+    assert_true(clean_pieces + 1 <= sizeof want);
+    memset(want, CP_ACK_OK, clean_pieces);
+    want[clean_pieces] = CP_ACK_ERROR;
+    expect_reply_then_eof(b, want, clean_pieces + 1, "a run with a corrupt payload");
+    conn_close(b);
+    cp_buf got;
+    for (int64_t deadline = test_now_ms() + TEST_WAIT_MS;;) {
+        raw_fetch(&f.s, NS_BAD, pod, "calls", 1, &got);
+        if (got.len == ends[2] || test_now_ms() > deadline) break;
+        cp_buf_free(&got);
+        usleep(100 * 1000);
+    }
+    if (got.len != ends[2]) fail_msg("stored %zu bytes, expected the clean prefix of %llu", got.len, (unsigned long long)ends[2]);
+    assert_bytes_equal("the clean prefix", got.data, got.len, data.data, got.len);
+    cp_buf_free(&got);
+    cp_buf_free(&m);
+    cp_buf_free(&data);
+    check_pod_stored_cleanly(&f.s, pod, 1);
+    finish(&f);
+}
+
 static void test_corrupt_trace_param_type(void **state)
 {
     (void)state;
@@ -717,6 +762,7 @@ int main(void)
         cmocka_unit_test_teardown(test_garbage, servers_teardown),
         cmocka_unit_test_teardown(test_dropped_mid_record, servers_teardown),
         cmocka_unit_test_teardown(test_corrupt_calls_record, servers_teardown),
+        cmocka_unit_test_teardown(test_corrupt_payload_inside_a_run, servers_teardown),
         cmocka_unit_test_teardown(test_corrupt_trace_param_type, servers_teardown),
         cmocka_unit_test_teardown(test_corrupt_phrase_leaves_no_catalog_rows, servers_teardown),
         cmocka_unit_test_teardown(test_hostile_names_stay_in_the_raw_tree, servers_teardown),
