@@ -129,7 +129,9 @@ typedef struct cp_agent_stats {
     uint64_t connects, reconnects, rotations;
     uint64_t threads, words;      /* worker threads and dictionary words, summed over agents */
     uint64_t stream_bytes[CP_STREAM_KIND_COUNT]; /* acknowledged payload bytes per stream */
-    cp_agent_hist latency;
+    cp_agent_hist latency;        /* every ack */
+    cp_agent_hist latency_data;   /* RCV_DATA acks: send to ack */
+    cp_agent_hist latency_flush;  /* 0x11 acks (they include the server's fsync) */
     char last_error[512];
 } cp_agent_stats;
 

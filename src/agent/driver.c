@@ -648,7 +648,9 @@ static int on_ack(agent *a, uint8_t b)
         agent_fail(a, "ack 0x%02x for %s", b, e->stream < 0 ? "0x11" : "RCV_DATA");
         return 0;
     }
-    cp_agent_hist_add(&d->st->latency, (uv_hrtime() - e->t_ns) / 1000);
+    uint64_t us = (uv_hrtime() - e->t_ns) / 1000;
+    cp_agent_hist_add(&d->st->latency, us);
+    cp_agent_hist_add(e->stream >= 0 ? &d->st->latency_data : &d->st->latency_flush, us);
     d->st->acks++;
     if (e->stream >= 0) {
         d->st->bytes_sent += e->len;

@@ -318,6 +318,9 @@ static void print_human(FILE *f, const cp_agent_stats *st)
     fprintf(f, "acks:          %llu (%llu flushes, %llu rotations), latency p50 %.3f ms, p99 %.3f ms\n",
             (unsigned long long)st->acks, (unsigned long long)st->flushes, (unsigned long long)st->rotations,
             cp_agent_hist_quantile_ms(&st->latency, 0.50), cp_agent_hist_quantile_ms(&st->latency, 0.99));
+    fprintf(f, "               RCV_DATA p50 %.3f ms, p99 %.3f ms; 0x11 p50 %.3f ms, p99 %.3f ms\n",
+            cp_agent_hist_quantile_ms(&st->latency_data, 0.50), cp_agent_hist_quantile_ms(&st->latency_data, 0.99),
+            cp_agent_hist_quantile_ms(&st->latency_flush, 0.50), cp_agent_hist_quantile_ms(&st->latency_flush, 0.99));
     fprintf(f, "errors:        %llu (%llu acks missing)%s%s\n", (unsigned long long)st->errors,
             (unsigned long long)st->missing_acks, st->last_error[0] ? ", last: " : "", st->last_error);
 }
@@ -329,7 +332,8 @@ static void print_json(const cp_agent_stats *st)
     double secs = st->elapsed_s;
     cp_buf_printf(&b,
                   "{\"agents\":%u,\"duration_s\":%.3f,\"calls_sent\":%llu,\"bytes_sent\":%llu,\"acks\":%llu,"
-                  "\"errors\":%llu,\"ack_p50_ms\":%.3f,\"ack_p99_ms\":%.3f,\"missing_acks\":%llu,"
+                  "\"errors\":%llu,\"ack_p50_ms\":%.3f,\"ack_p99_ms\":%.3f,\"ack_data_p50_ms\":%.3f,"
+                  "\"ack_data_p99_ms\":%.3f,\"ack_flush_p50_ms\":%.3f,\"ack_flush_p99_ms\":%.3f,\"missing_acks\":%llu,"
                   "\"calls_generated\":%llu,\"calls_per_sec\":%.1f,\"mb_per_sec\":%.3f,\"wire_bytes\":%llu,"
                   "\"flushes\":%llu,\"connects\":%llu,\"reconnects\":%llu,\"rotations\":%llu,\"blacklisted\":%u,"
                   "\"threads\":%llu,\"dictionary_words\":%llu,\"trace_bytes_per_call\":%.1f,"
@@ -337,7 +341,9 @@ static void print_json(const cp_agent_stats *st)
                   st->agents, secs, (unsigned long long)st->calls_sent, (unsigned long long)st->bytes_sent,
                   (unsigned long long)st->acks, (unsigned long long)st->errors,
                   cp_agent_hist_quantile_ms(&st->latency, 0.50), cp_agent_hist_quantile_ms(&st->latency, 0.99),
-                  (unsigned long long)st->missing_acks, (unsigned long long)st->calls_generated,
+                  cp_agent_hist_quantile_ms(&st->latency_data, 0.50), cp_agent_hist_quantile_ms(&st->latency_data, 0.99),
+                  cp_agent_hist_quantile_ms(&st->latency_flush, 0.50),
+                  cp_agent_hist_quantile_ms(&st->latency_flush, 0.99), (unsigned long long)st->missing_acks, (unsigned long long)st->calls_generated,
                   per((double)st->calls_sent, secs), per((double)st->bytes_sent / 1e6, secs),
                   (unsigned long long)st->wire_bytes, (unsigned long long)st->flushes,
                   (unsigned long long)st->connects, (unsigned long long)st->reconnects,
