@@ -32,8 +32,6 @@
 
 extern char **environ;
 
-static const char *const stream_names[] = {"trace", "calls", "xml", "sql", "dictionary", "posDictionary", "suspend",
-                                           "params"};
 
 typedef struct env {
     test_server s;
@@ -106,37 +104,6 @@ static void fill(const env *e, long long leave)
 }
 
 /* ---- checks ------------------------------------------------------------------------------------- */
-
-/* Stored bytes per stream name (files plus torn tails); every decoded file decodes whole;
- * the calls records of the raw log. */
-static long long check_raw(const test_server *s, long long stored[8])
-{
-    raw_entry *e;
-    size_t n = raw_list(s, &e);
-    long long calls = 0;
-    memset(stored, 0, 8 * sizeof stored[0]);
-    for (size_t i = 0; i < n; i++) {
-        char path[2048], torn[2100], why[256];
-        raw_tree_path(s, e[i].ns, e[i].pod, e[i].restart, e[i].stream, e[i].index, path, sizeof path);
-        snprintf(torn, sizeof torn, "%s.torn", path);
-        struct stat sb;
-        long long t = stat(torn, &sb) == 0 ? (long long)sb.st_size : 0;
-        for (size_t k = 0; k < CP_ARRAY_LEN(stream_names); k++)
-            if (!strcmp(e[i].stream, stream_names[k])) stored[k] += e[i].bytes + t;
-        cp_stream_kind kind = cp_stream_kind_parse(e[i].stream);
-        if (!cp_stream_kind_is_decoded(kind)) continue;
-        cp_buf b;
-        cp_buf_init(&b);
-        load_file(path, &b);
-        uint64_t records = 0;
-        if (decode_file(e[i].stream, b.data, b.len, &records, why, sizeof why) != CP_OK)
-            server_fail(s, "%s does not decode: %s", path, why);
-        if (kind == CP_STREAM_CALLS) calls += (long long)records;
-        cp_buf_free(&b);
-    }
-    free(e);
-    return calls;
-}
 
 /* `cloudprof compact` on the server's storage; s3_endpoint overrides the pair's. */
 static int compact(const env *e, const char *s3_endpoint, int64_t until, cp_buf *out)
@@ -223,14 +190,14 @@ static void test_chaos(void **state)
     int64_t to = cp_now_ms() + 3600000;
 
     /* every acknowledged byte is stored; every file decodes; the API has every call once */
-    long long stored[8];
-    long long raw_calls = check_raw(&e.s, stored), api = -1;
+    long long stored[RAW_STREAMS];
+    long long raw_calls = raw_check(&e.s, stored), api = -1;
     json_t *sb = json_object_get(sum, "stream_bytes");
-    for (size_t k = 0; k < CP_ARRAY_LEN(stream_names); k++) {
-        long long acked = json_integer_value(json_object_get(sb, stream_names[k]));
-        printf("  %-14s acked %lld bytes, stored %lld\n", stream_names[k], acked, stored[k]);
+    for (size_t k = 0; k < RAW_STREAMS; k++) {
+        long long acked = json_integer_value(json_object_get(sb, raw_stream_names[k]));
+        printf("  %-14s acked %lld bytes, stored %lld\n", raw_stream_names[k], acked, stored[k]);
         if (stored[k] < acked)
-            server_fail(&e.s, "%s: %lld bytes acknowledged, only %lld stored", stream_names[k], acked, stored[k]);
+            server_fail(&e.s, "%s: %lld bytes acknowledged, only %lld stored", raw_stream_names[k], acked, stored[k]);
     }
     assert_true(raw_calls >= json_integer_value(json_object_get(sum, "calls_sent")));
     /* the agents came back after the kills: the test saw more than the first seconds */

@@ -628,6 +628,38 @@ json_t *emulate_finish(bg_emulator *e, const test_server *s, int timeout_ms)
     return sum;
 }
 
+const char *const raw_stream_names[RAW_STREAMS] = {"trace", "calls", "xml", "sql", "dictionary", "posDictionary",
+                                                   "suspend", "params"};
+
+long long raw_check(const test_server *s, long long stored[RAW_STREAMS])
+{
+    raw_entry *e;
+    size_t n = raw_list(s, &e);
+    long long calls = 0;
+    if (stored) memset(stored, 0, RAW_STREAMS * sizeof stored[0]);
+    for (size_t i = 0; i < n; i++) {
+        char path[4096], torn[4200], why[256];
+        raw_tree_path(s, e[i].ns, e[i].pod, e[i].restart, e[i].stream, e[i].index, path, sizeof path);
+        snprintf(torn, sizeof torn, "%s.torn", path);
+        struct stat sb;
+        long long t = stat(torn, &sb) == 0 ? (long long)sb.st_size : 0;
+        for (size_t k = 0; stored && k < RAW_STREAMS; k++)
+            if (!strcmp(e[i].stream, raw_stream_names[k])) stored[k] += e[i].bytes + t;
+        cp_stream_kind kind = cp_stream_kind_parse(e[i].stream);
+        if (!cp_stream_kind_is_decoded(kind)) continue;
+        cp_buf b;
+        cp_buf_init(&b);
+        load_file(path, &b);
+        uint64_t records = 0;
+        if (decode_file(e[i].stream, b.data, b.len, &records, why, sizeof why) != CP_OK)
+            server_fail(s, "%s does not decode: %s", path, why);
+        if (kind == CP_STREAM_CALLS) calls += (long long)records;
+        cp_buf_free(&b);
+    }
+    free(e);
+    return calls;
+}
+
 long long raw_calls_total(const test_server *s)
 {
     raw_entry *e;

@@ -141,6 +141,12 @@ size_t raw_list(const test_server *s, raw_entry **entries);
 /* Every calls record in the raw log: each stored calls file decoded (whole records only,
  * as decode_file counts them), summed. */
 long long raw_calls_total(const test_server *s);
+/* The raw log checked: every stored file of a decoded stream decodes whole (else the test
+ * fails); stored[k] (if not NULL) = bytes of stream raw_stream_names[k], files plus the torn
+ * tails cut off beside them. Returns the calls records. */
+#define RAW_STREAMS 8
+extern const char *const raw_stream_names[RAW_STREAMS];
+long long raw_check(const test_server *s, long long stored[RAW_STREAMS]);
 /* Number of list entries of one pod. */
 size_t raw_count_pod(const raw_entry *e, size_t n, const char *pod);
 
