@@ -123,6 +123,8 @@ typedef struct cp_stats {
 
 /* columns: 1..CP_STATS_MAX_COLUMNS wanted. CP_EINVAL for an empty window or a bad count. */
 int cp_stats_init(cp_stats *s, int64_t from_ms, int64_t to_ms, unsigned columns);
+/* Back to nothing counted (same columns). */
+void cp_stats_clear(cp_stats *s);
 void cp_stats_free(cp_stats *s);
 /* One call (its time must lie in [from, to)). */
 void cp_stats_add_call(cp_stats *s, const cp_call *c);

@@ -385,6 +385,13 @@ static int64_t floor_div(int64_t v, int64_t d)
     return (v % d != 0 && v < 0) ? q - 1 : q;
 }
 
+void cp_stats_clear(cp_stats *s)
+{
+    if (s->used) memset(s->used, 0, s->ncols * sizeof *s->used);
+    s->total = 0;
+    s->sum_duration = s->sum_suspend = s->sum_queue = s->sum_transactions = 0;
+}
+
 int cp_stats_init(cp_stats *s, int64_t from, int64_t to, unsigned columns)
 {
     memset(s, 0, sizeof *s);

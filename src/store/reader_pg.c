@@ -361,9 +361,15 @@ static void txn_end(pg_reader *r)
  * anything reached the caller. */
 static int run_op(pg_reader *r, int (*op)(pg_reader *r, void *arg), void *arg)
 {
-    if (r->snap) { /* the snapshot's transaction: no retry (it would be another snapshot) */
+    if (r->snap) { /* the snapshot's transaction: no retry here (it would be another snapshot) */
         r->retry = 0;
-        return op(r, arg);
+        r->emitted = 0;
+        int st = op(r, arg);
+        if (st < 0 && r->retry && !r->emitted) { /* the caller may begin a new snapshot and go again */
+            snprintf(r->err, sizeof r->err, "a hot window was compacted under the query's snapshot");
+            return CP_AGAIN;
+        }
+        return st;
     }
     int st;
     for (int attempt = 0;; attempt++) {

@@ -1666,10 +1666,19 @@ static int tr_stats_run(cp_reader *base, const cp_call_filter *f, const cp_stats
     calls.scope = rollups.scope = f;
     cp_reader *hot = tr->hot;
     int snap = hot->ops->snapshot != NULL;
-    int st = snap ? hot->ops->snapshot(hot, 1) : CP_OK;
-    if (st != CP_OK) return tr_hot_fail(tr, st);
-    if (hot->ops->stats) st = hot->ops->stats(hot, f, p, acc, info);
-    else st = CP_EINVAL, snprintf(tr->err, sizeof tr->err, "the hot reader has no stats");
+    int st = CP_OK;
+    /* a window compacted (dropped) under the snapshot: again with a new one (PostgreSQL) */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        st = snap ? hot->ops->snapshot(hot, 1) : CP_OK;
+        if (st != CP_OK) return tr_hot_fail(tr, st);
+        if (hot->ops->stats) st = hot->ops->stats(hot, f, p, acc, info);
+        else st = CP_EINVAL, snprintf(tr->err, sizeof tr->err, "the hot reader has no stats");
+        if (st != CP_AGAIN || !snap) break;
+        hot->ops->snapshot(hot, 0);
+        cp_stats_clear(acc);
+        memset(info, 0, sizeof *info);
+    }
+    if (st == CP_AGAIN) st = CP_EIO; /* compactions kept winning the race: an error, with its reason */
     if (st < 0 && hot->ops->stats) tr_hot_fail(tr, st);
     cp_cold_query q;
     memset(&q, 0, sizeof q);
@@ -1682,6 +1691,10 @@ static int tr_stats_run(cp_reader *base, const cp_call_filter *f, const cp_stats
     q.file_type = "rollup";
     if (st == CP_OK && p->rollups) st = list_files(tr, &q, &rollups);
     if (snap) hot->ops->snapshot(hot, 0);
+    if (st == CP_AGAIN) { /* the listing under the snapshot raced a compaction too */
+        snprintf(tr->err, sizeof tr->err, "the cold listing raced a compaction: try again");
+        st = CP_EIO;
+    }
     if (st == CP_OK && (calls.truncated || rollups.truncated)) info->partial = 1;
     /* 2. the cold tier */
     k.prog.windows_done = k.prog.windows_total = info->windows;
