@@ -198,6 +198,7 @@ struct cp_asm {
     int64_t chunk_thread, chunk_time;
     kmap threads;               /* thread id -> thread_state */
     kmap extents;               /* (file << 32 | rec, chunk_off) -> extent */
+    size_t ext_bytes;           /* what the extents in it hold (ext_size), kept as they change */
     link done;                  /* complete extents, oldest first */
     size_t nextents;
     /* calls */
@@ -415,7 +416,15 @@ static thread_state *thread_get(cp_asm *a, int64_t id)
     return t;
 }
 
-static int seg_open(extent *e, int32_t file, uint64_t off, int64_t thread_id, int64_t chunk_time)
+/* An extent's memory with its arrays (~16 bytes of malloc's overhead a block). */
+static size_t ext_size(const extent *e)
+{
+    return sizeof *e + 16 + (e->capsegs ? e->capsegs * sizeof(seg) + 16 : 0) +
+           (e->caprefs ? e->caprefs * sizeof(vref) + 16 : 0);
+}
+
+/* a: the assembler whose map holds e (its ext_bytes follows a growth), or NULL. */
+static int seg_open(cp_asm *a, extent *e, int32_t file, uint64_t off, int64_t thread_id, int64_t chunk_time)
 {
     if (e->too_large) return CP_OK;
     if (e->nsegs == e->capsegs) {
@@ -426,6 +435,7 @@ static int seg_open(extent *e, int32_t file, uint64_t off, int64_t thread_id, in
         size_t cap = e->capsegs ? e->capsegs * 2 : 1;
         seg *s = realloc(e->segs, cap * sizeof *s);
         if (!s) return CP_ENOMEM;
+        if (a) a->ext_bytes += (cap - e->capsegs) * sizeof *s + (e->capsegs ? 0 : 16);
         e->segs = s;
         e->capsegs = cap;
     }
@@ -449,6 +459,7 @@ static void extent_drop(cp_asm *a, extent *e)
     kmap_del(&a->extents, key_a(e->file, e->rec), e->chunk_off);
     if (e->complete) list_del(&e->fifo);
     a->nextents--;
+    a->ext_bytes -= ext_size(e);
     if (a->nspare_extents < MAX_SPARE && e->capsegs <= 64 && e->caprefs <= 256) {
         e->spare = a->spare_extents;
         a->spare_extents = e;
@@ -531,12 +542,13 @@ static int root_enter(cp_asm *a, thread_state *t, int32_t file, const cp_trace_r
     e->root_method = r->id;
     e->want_start = 1;
     e->fifo.prev = e->fifo.next = &e->fifo;
-    if (seg_open(e, file, 0, a->chunk_thread, a->chunk_time) != CP_OK ||
+    if (seg_open(NULL, e, file, 0, a->chunk_thread, a->chunk_time) != CP_OK ||
         kmap_put(&a->extents, key_a(file, e->rec), e->chunk_off, e) != CP_OK) {
         extent_free(e);
         return CP_ENOMEM;
     }
     a->nextents++;
+    a->ext_bytes += ext_size(e);
     a->st.extents++;
     t->cur = e;
     return CP_OK;
@@ -557,7 +569,7 @@ int cp_asm_trace(cp_asm *a, int32_t file_index, const cp_trace_rec *r, int64_t n
         a->chunk_thread = r->thread_id;
         a->chunk_time = r->chunk_time_ms;
         /* a root call that spans chunks continues with this one's events */
-        if (t->cur) return seg_open(t->cur, file_index, r->chunk_offset + 16, r->thread_id, r->chunk_time_ms);
+        if (t->cur) return seg_open(a, t->cur, file_index, r->chunk_offset + 16, r->thread_id, r->chunk_time_ms);
         return CP_OK;
     default: break;
     }
@@ -583,6 +595,7 @@ int cp_asm_trace(cp_asm *a, int32_t file_index, const cp_trace_rec *r, int64_t n
                 size_t cap = e->caprefs ? e->caprefs * 2 : 4;
                 vref *v = realloc(e->refs, cap * sizeof *v);
                 if (!v) return CP_ENOMEM;
+                a->ext_bytes += (cap - e->caprefs) * sizeof *v + (e->caprefs ? 0 : 16);
                 e->refs = v;
                 e->caprefs = cap;
             }
@@ -1260,15 +1273,8 @@ void cp_asm_get_stats(const cp_asm *a, cp_asm_stats *st)
 {
     *st = a->st;
     st->pending = a->npending;
-    /* extents counted one by one (each with its segment and reference arrays and malloc's
-     * overhead, ~16 bytes a block); pending calls and scratch buffers at their sizes */
-    size_t ext = 0;
-    for (size_t i = 0; i < a->extents.cap; i++) {
-        const extent *e = a->extents.e[i].v;
-        if (e) ext += sizeof *e + 16 + (e->capsegs ? e->capsegs * sizeof(seg) + 16 : 0) +
-                      (e->caprefs ? e->caprefs * sizeof(vref) + 16 : 0);
-    }
-    st->memory = sizeof *a + cp_dict_bytes(&a->dict) + a->extents.cap * sizeof(kent) + ext +
+    /* extents as kept (ext_bytes); pending calls and scratch buffers at their sizes */
+    st->memory = sizeof *a + cp_dict_bytes(&a->dict) + a->extents.cap * sizeof(kent) + a->ext_bytes +
                  a->threads.cap * sizeof(kent) +
                  a->pauses.cap * sizeof(cp_blob_pause) + a->npending * (sizeof(pcall) + 128) +
                  a->waiting_by_key.cap * sizeof(kent) + a->nspare_calls * sizeof(pcall) +

@@ -15,23 +15,14 @@
 #include "http_util.h"
 #include "pair_util.h"
 
-#include <fcntl.h>
 #include <jansson.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-#include "streams/cp_streams.h"
-
-extern char **environ;
-
 
 typedef struct env {
     test_server s;
@@ -40,53 +31,6 @@ typedef struct env {
     int mounted;
     const char *args[40];
 } env;
-
-/* ---- the emulator in the background --------------------------------------------------------- */
-
-static pid_t spawn_emulator(const env *e, const char *out_path)
-{
-    char target[64];
-    snprintf(target, sizeof target, "127.0.0.1:%d", e->s.port);
-    char *const argv[] = {(char *)CLOUDPROF_BIN, "emulate", "--target", target, "--agents", "4", "--duration", "32",
-                          "--calls-per-sec", "200", "--reconnect-delay", "300", "--flush-interval", "1000",
-                          "--json", "--quiet", NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    int rc = posix_spawn(&pid, CLOUDPROF_BIN, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) fail_msg("cannot start the emulator: %s", strerror(rc));
-    return pid;
-}
-
-/* Its JSON summary (the last line of its stdout), after it exited (<= 180 s). */
-static json_t *emulator_summary(pid_t pid, const char *out_path)
-{
-    int status = 0;
-    for (int i = 0; i < 3600; i++) {
-        if (waitpid(pid, &status, WNOHANG) == pid) break;
-        if (i == 3599) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            fail_msg("the emulator did not finish within 180 s");
-        }
-        sleep_ms(50);
-    }
-    cp_buf out;
-    cp_buf_init(&out);
-    load_file(out_path, &out);
-    cp_buf_putc(&out, 0);
-    char *text = (char *)out.data;
-    size_t len = strlen(text);
-    while (len && text[len - 1] == '\n') text[--len] = 0;
-    char *last = strrchr(text, '\n');
-    json_t *sum = json_loads(last ? last + 1 : text, 0, NULL);
-    if (!sum) fail_msg("no emulator summary: %s", text);
-    printf("emulate (exit %d): %s\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1, last ? last + 1 : text);
-    cp_buf_free(&out);
-    return sum;
-}
 
 /* ---- the file system ---------------------------------------------------------------------------- */
 
@@ -168,9 +112,11 @@ static void test_chaos(void **state)
     e.args[n] = NULL;
     int64_t from = cp_now_ms() - 3600000;
 
-    char emu_out[1200];
-    snprintf(emu_out, sizeof emu_out, "%s/emulate.json", e.dir);
-    pid_t emu = spawn_emulator(&e, emu_out);
+    /* the agents reconnect after each kill; their summary says what was acknowledged */
+    const char *const emu_args[] = {"--agents", "4", "--duration", "32", "--calls-per-sec", "200",
+                                    "--reconnect-delay", "300", "--flush-interval", "1000", NULL};
+    bg_emulator emu;
+    emulate_start(&emu, &e.s, emu_args);
     uint64_t seed = 0xc4a05;
     for (int round = 0; round < 8; round++) {
         sleep_ms(1500 + (long)(test_rand(&seed) % 2500));
@@ -185,7 +131,7 @@ static void test_chaos(void **state)
         server_restart(&e.s, e.args);
         snprintf(e.s.data, sizeof e.s.data, "%.1000s", e.data);
     }
-    json_t *sum = emulator_summary(emu, emu_out);
+    json_t *sum = emulate_finish(&emu, &e.s, 180000);
     server_wait_recovered(&e.s);
     int64_t to = cp_now_ms() + 3600000;
 

@@ -577,6 +577,19 @@ static void *commit_later(void *arg)
     return ok ? arg : NULL;
 }
 
+/* Windows 15:00 and 15:05 of 2026-01-02, one call each (ids 1 and 2). */
+static void put_two_windows(fixture *fx)
+{
+    put_window(fx, "20260102_1500", H0 + 2 * HOUR, H0 + 2 * HOUR + 5 * MIN_MS, 1);
+    put_call(fx, "20260102_1500", 1, H0 + 2 * HOUR + 10);
+    put_window(fx, "20260102_1505", H0 + 2 * HOUR + 5 * MIN_MS, H0 + 2 * HOUR + 10 * MIN_MS, 1);
+    put_call(fx, "20260102_1505", 2, H0 + 2 * HOUR + 5 * MIN_MS + 10);
+}
+
+/* What a compaction does to window 15:05 once its file is stored. */
+static const char drop_1505[] = "DROP TABLE calls_20260102_1505;"
+                                "UPDATE inventory SET status = 'persisted' WHERE table_name = 'calls_20260102_1505'";
+
 /* Stats through a tiered reader take one snapshot of the hot tier and the cold listing; a
  * compaction that drops a window under it (its transaction holds the drop while the stats
  * start: the stats' lock waits, then finds the table gone) makes them begin again on a new
@@ -587,10 +600,7 @@ static void test_stats_window_dropped(void **state)
     if (!test_pair_pg()) skip();
     fixture fx;
     fixture_open(&fx);
-    put_window(&fx, "20260102_1500", H0 + 2 * HOUR, H0 + 2 * HOUR + 5 * MIN_MS, 1);
-    put_call(&fx, "20260102_1500", 1, H0 + 2 * HOUR + 10);
-    put_window(&fx, "20260102_1505", H0 + 2 * HOUR + 5 * MIN_MS, H0 + 2 * HOUR + 10 * MIN_MS, 1);
-    put_call(&fx, "20260102_1505", 2, H0 + 2 * HOUR + 5 * MIN_MS + 10);
+    put_two_windows(&fx);
     char store_dir[1200], err[512];
     snprintf(store_dir, sizeof store_dir, "%s/store", fx.dir);
     cp_ostore_config oc = {.url = store_dir};
@@ -610,8 +620,7 @@ static void test_stats_window_dropped(void **state)
     PGconn *c2 = PQconnectdb(fx.spec);
     assert_int_equal(PQstatus(c2), CONNECTION_OK);
     PQclear(PQexec(c2, "BEGIN"));
-    PGresult *r = PQexec(c2, "DROP TABLE calls_20260102_1505;"
-                             "UPDATE inventory SET status = 'persisted' WHERE table_name = 'calls_20260102_1505'");
+    PGresult *r = PQexec(c2, drop_1505);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) fail_msg("drop: %s", PQerrorMessage(c2));
     PQclear(r);
     committer cm = {c2, 300};
@@ -639,10 +648,7 @@ static void test_window_dropped(void **state)
     (void)state;
     fixture fx;
     fixture_open(&fx);
-    put_window(&fx, "20260102_1500", H0 + 2 * HOUR, H0 + 2 * HOUR + 5 * MIN_MS, 1);
-    put_call(&fx, "20260102_1500", 1, H0 + 2 * HOUR + 10);
-    put_window(&fx, "20260102_1505", H0 + 2 * HOUR + 5 * MIN_MS, H0 + 2 * HOUR + 10 * MIN_MS, 1);
-    put_call(&fx, "20260102_1505", 2, H0 + 2 * HOUR + 5 * MIN_MS + 10);
+    put_two_windows(&fx);
     cp_call_filter f = all_calls();
     ids got = {0};
     cp_search_stats st;
@@ -650,16 +656,13 @@ static void test_window_dropped(void **state)
     assert_int_equal(got.n, 2);
     assert_int_equal(got.id[0], 2);
 
-    static const char drop[] = "DROP TABLE calls_20260102_1505;"
-                               "UPDATE inventory SET status = 'persisted'"
-                               " WHERE table_name = 'calls_20260102_1505'";
     if (test_pair_pg()) {
         /* the compactor's transaction holds the drop while the search starts */
         PGconn *c2 = PQconnectdb(fx.spec);
         assert_int_equal(PQstatus(c2), CONNECTION_OK);
         PGresult *r = PQexec(c2, "BEGIN");
         PQclear(r);
-        r = PQexec(c2, drop);
+        r = PQexec(c2, drop_1505);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) fail_msg("drop: %s", PQerrorMessage(c2));
         PQclear(r);
         committer cm = {c2, 300};
@@ -675,7 +678,7 @@ static void test_window_dropped(void **state)
         assert_int_equal(got.id[0], 1);
         PQfinish(c2);
     } else {
-        raw_exec(&fx.db, drop);
+        raw_exec(&fx.db, drop_1505);
         got.n = 0;
         assert_int_equal(cp_reader_search(fx.rd, &f, on_call, &got, &st), CP_OK);
         assert_int_equal(got.n, 1);

@@ -530,28 +530,6 @@ static void test_min_free(void **state)
     free(dir);
 }
 
-/* Every calls record in the raw log (whole records only). */
-static long long raw_calls(const test_server *s)
-{
-    raw_entry *e;
-    size_t n = raw_list(s, &e);
-    long long total = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(e[i].stream, "calls")) continue;
-        char path[2048], why[256];
-        raw_tree_path(s, e[i].ns, e[i].pod, e[i].restart, e[i].stream, e[i].index, path, sizeof path);
-        cp_buf b;
-        cp_buf_init(&b);
-        load_file(path, &b);
-        uint64_t records = 0;
-        (void)decode_file("calls", b.data, b.len, &records, why, sizeof why);
-        total += (long long)records;
-        cp_buf_free(&b);
-    }
-    free(e);
-    return total;
-}
-
 static void test_disk_full_recovery(void **state)
 {
     char *dir = make_temp_dir("diskfull");
@@ -583,7 +561,7 @@ static void test_disk_full_recovery(void **state)
     cp_buf_free(&err);
     unlink(filler); /* room again */
     int64_t to = cp_now_ms() + 3600000;
-    long long raw = raw_calls(&s), api = -1;
+    long long raw = raw_calls_total(&s), api = -1;
     for (int i = 0; i < 1200; i++) { /* generous: 60 s for recovery to catch up */
         api = api_calls_total(&s, from, to);
         if (api == raw) break;

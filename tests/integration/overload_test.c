@@ -40,25 +40,36 @@ typedef struct mem_parts {
     long long tails, partial, assembly;
 } mem_parts;
 
-static long long metric_part(const char *text, const char *part)
+/* GET /metrics into body (NUL-terminated); fails the test unless it answers 200. */
+static void metrics_fetch(const test_server *s, cp_buf *body)
 {
-    char key[96];
-    snprintf(key, sizeof key, "cloudprof_ingest_memory_bytes{part=\"%s\"} ", part);
-    const char *p = strstr(text, key);
-    if (!p) return -1;
-    return strtoll(p + strlen(key), NULL, 10);
+    int status = 0;
+    cp_buf_init(body);
+    if (http_get(s->http_port, "/metrics", &status, body, NULL) != 0 || status != 200)
+        server_fail(s, "/metrics: status %d", status);
+    cp_buf_putc(body, 0);
+}
+
+/* The values of the series whose line starts with prefix, summed; -1 if there is none. */
+static long long metric_value(const char *text, const char *prefix)
+{
+    long long sum = -1;
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (strncmp(l, prefix, strlen(prefix)) != 0) continue;
+        const char *sp = strchr(l, ' ');
+        if (sp) sum = (sum < 0 ? 0 : sum) + strtoll(sp + 1, NULL, 10);
+    }
+    return sum;
 }
 
 static void sample_parts(const test_server *s, mem_parts *peak)
 {
-    int status = 0;
     cp_buf body;
-    cp_buf_init(&body);
-    if (http_get(s->http_port, "/metrics", &status, &body, NULL) != 0 || status != 200)
-        server_fail(s, "/metrics: status %d", status);
-    cp_buf_putc(&body, 0);
+    metrics_fetch(s, &body);
     const char *t = (const char *)body.data;
-    long long v[3] = {metric_part(t, "tail_copies"), metric_part(t, "partial_records"), metric_part(t, "assembly")};
+    long long v[3] = {metric_value(t, "cloudprof_ingest_memory_bytes{part=\"tail_copies\"}"),
+                      metric_value(t, "cloudprof_ingest_memory_bytes{part=\"partial_records\"}"),
+                      metric_value(t, "cloudprof_ingest_memory_bytes{part=\"assembly\"}")};
     if (v[0] < 0 || v[1] < 0 || v[2] < 0) server_fail(s, "/metrics has no cloudprof_ingest_memory_bytes parts");
     if (v[0] > peak->tails) peak->tails = v[0];
     if (v[1] > peak->partial) peak->partial = v[1];
@@ -76,11 +87,9 @@ static void check_responsive(const test_server *s)
         server_fail(s, "/api/v1/health under load is not ok: %s", text ? text : "?");
     }
     json_decref(h);
-    int status = 0;
     cp_buf body;
-    cp_buf_init(&body);
-    if (http_get(s->http_port, "/metrics", &status, &body, NULL) != 0 || status != 200 || body.len == 0)
-        server_fail(s, "/metrics under load: status %d, %zu bytes", status, body.len);
+    metrics_fetch(s, &body); /* 200, or the test fails */
+    if (body.len <= 1) server_fail(s, "/metrics under load answered an empty body");
     cp_buf_free(&body);
 }
 
@@ -188,23 +197,14 @@ static void test_overload(void **state)
     server_destroy(&s);
 }
 
-/* One number of /metrics, summed over the series whose line starts with `prefix`. */
+/* One number of /metrics, summed over the series whose line starts with `prefix` (0 if none). */
 static long long metric_sum(const test_server *s, const char *prefix)
 {
-    int status = 0;
     cp_buf body;
-    cp_buf_init(&body);
-    if (http_get(s->http_port, "/metrics", &status, &body, NULL) != 0 || status != 200)
-        server_fail(s, "/metrics: status %d", status);
-    cp_buf_putc(&body, 0);
-    long long sum = 0;
-    for (const char *l = (const char *)body.data; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-        if (strncmp(l, prefix, strlen(prefix)) != 0) continue;
-        const char *sp = strchr(l, ' ');
-        if (sp) sum += strtoll(sp + 1, NULL, 10);
-    }
+    metrics_fetch(s, &body);
+    long long v = metric_value((const char *)body.data, prefix);
     cp_buf_free(&body);
-    return sum;
+    return v < 0 ? 0 : v;
 }
 
 /* kill -9 while the server is saturated (issue 18: "a test kills the server while the
