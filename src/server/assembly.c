@@ -11,6 +11,7 @@
 #include "common/cp_metrics.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -20,6 +21,7 @@
 #define TAIL_VALUES (16 * 1024)   /* recent sql / xml bytes */
 #define TAIL_MAX (1024 * 1024)    /* a busy agent's copy grows up to this */
 #define TAIL_IDLE_MS 30000        /* a file quiet this long gives its copy back */
+#define TRIM_STEP (16u << 20)     /* assembly memory freed that is handed back to the system */
 
 /* ---- the recent bytes of trace/sql/xml files -------------------------------------------- */
 
@@ -171,6 +173,17 @@ static void prepare_windows(cp_server *s, uint64_t now)
         cp_srv_log(s, CP_LOG_ERROR, "catalog: hot windows: %s", cp_catalog_errmsg(s->catalog));
 }
 
+/* After a burst (assembly's state fell by TRIM_STEP since the last look) the memory it
+ * freed goes back to the system: glibc keeps freed blocks of the loop's heap resident, so
+ * the process would otherwise stay at its burst's size. */
+static void release_freed(cp_server *s, uint64_t asm_mem)
+{
+    if (asm_mem > s->asm_mem_high) s->asm_mem_high = asm_mem;
+    if (s->asm_mem_high - asm_mem < TRIM_STEP) return;
+    malloc_trim(0);
+    s->asm_mem_high = asm_mem;
+}
+
 static void on_asm_timer(uv_timer_t *t)
 {
     cp_server *s = t->data;
@@ -193,6 +206,7 @@ static void on_asm_timer(uv_timer_t *t)
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_TAILS, (int64_t)s->tails.used);
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_PARTIAL, (int64_t)s->buffered);
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_ASSEMBLY, (int64_t)asm_mem);
+    release_freed(s, asm_mem);
 }
 
 void cp_srv_asm_timer_start(cp_server *s)

@@ -205,6 +205,7 @@ struct cp_server {
     cp_buf scratch;           /* UTF-8 conversions in decoder sinks */
     uv_timer_t asm_timer;     /* assembly waits and hot-window upkeep */
     uint64_t next_windows;    /* loop time of the next windows_prepare */
+    uint64_t asm_mem_high;    /* assembly's memory at its highest since the last malloc_trim */
     uint64_t calls_stored, calls_failed;
     uint64_t txn_gen;         /* the open catalog transaction's number (each commit ends one) */
     uint64_t *unlive;         /* restarts that closed in it: they leave the live registry
