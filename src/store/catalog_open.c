@@ -2,7 +2,10 @@
  * PostgreSQL catalog, anything else is a SQLite file path. */
 #include "cp_catalog.h"
 
+#include <sqlite3.h>
 #include <string.h>
+
+void cp_catalog_process_init(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
 
 int cp_catalog_is_postgres(const char *spec)
 {

@@ -158,6 +158,14 @@ static const char *const migrations[] = {
     " END LOOP;"
     " DELETE FROM inventory WHERE table_type = 'traces';"
     "END $$;",
+
+    /* 8: the pod index of hot windows, as SQLite's migration 8 */
+    "DO $$ DECLARE t record; BEGIN"
+    " FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = ANY (current_schemas(false))"
+    "  AND tablename ~ '^calls_[0-9]{8}_[0-9]{4}(_[1-9][0-9]{0,5})?$' LOOP"
+    "  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I (pod_hash, time)', t.tablename || '_pod', t.tablename);"
+    " END LOOP;"
+    "END $$;",
 };
 
 int cp_catalog_pg_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }

@@ -168,6 +168,10 @@ static const char *const migrations[] = {
      * table and drops it (before this text runs); the windows' inventory rows of type
      * traces go with them. */
     "DELETE FROM inventory WHERE table_type = 'traces';",
+
+    /* 8: the pod index of hot windows (issue 18; hot_schema.c says why): index_pods()
+     * adds it to every existing calls_ table; new windows are created with it. */
+    "SELECT 1;",
 };
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -246,23 +250,47 @@ static int has_column(sqlite3 *db, const char *table, const char *column)
     return yes;
 }
 
-/* Migration 7's per-window part: every calls_ table gets the trace column, filled from
- * its traces_ table (same row ids), which is then dropped. Runs in the migration's
- * transaction, so a crash leaves the old layout whole. */
-static int fold_traces(sqlite_catalog *c)
+/* The names of the hot window tables (calls_*), NUL-separated, into names. */
+static int list_windows(sqlite_catalog *c, cp_buf *names)
 {
     sqlite3_stmt *q;
     if (sqlite3_prepare_v2(c->db, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'calls%'", -1,
                            &q, NULL) != SQLITE_OK)
         return cp_sq_fail(c, "list hot windows");
-    cp_buf names;
-    cp_buf_init(&names);
     int st = CP_OK;
     while (st == CP_OK && sqlite3_step(q) == SQLITE_ROW) {
         const char *n = (const char *)sqlite3_column_text(q, 0);
-        if (n && cp_hot_calls_name_ok(n)) st = cp_buf_append(&names, n, strlen(n) + 1);
+        if (n && cp_hot_calls_name_ok(n)) st = cp_buf_append(names, n, strlen(n) + 1);
     }
     sqlite3_finalize(q);
+    return st;
+}
+
+/* Migration 8's per-window part: the pod index on every calls_ table. */
+static int index_pods(sqlite_catalog *c)
+{
+    cp_buf names;
+    cp_buf_init(&names);
+    int st = list_windows(c, &names);
+    char sql[256];
+    for (size_t off = 0; st == CP_OK && off < names.len;) {
+        const char *calls = (const char *)names.data + off;
+        off += strlen(calls) + 1;
+        snprintf(sql, sizeof sql, "CREATE INDEX IF NOT EXISTS %s_pod ON %s (pod_hash, time)", calls, calls);
+        st = cp_sq_exec(c, sql, "index a window's pods");
+    }
+    cp_buf_free(&names);
+    return st;
+}
+
+/* Migration 7's per-window part: every calls_ table gets the trace column, filled from
+ * its traces_ table (same row ids), which is then dropped. Runs in the migration's
+ * transaction, so a crash leaves the old layout whole. */
+static int fold_traces(sqlite_catalog *c)
+{
+    cp_buf names;
+    cp_buf_init(&names);
+    int st = list_windows(c, &names);
     if (st != CP_OK) {
         cp_buf_free(&names);
         return st;
@@ -301,6 +329,7 @@ static int apply_migration(sqlite_catalog *c, int version, const char *sql)
     st = schema_version(c, &cur);
     if (st == CP_OK && cur < version) {
         if (version == 7) st = fold_traces(c);
+        if (version == 8) st = index_pods(c);
         if (st == CP_OK) st = cp_sq_exec(c, sql, "apply migration");
         if (st == CP_OK) st = cp_sq_exec(c, rec, "record migration");
     }

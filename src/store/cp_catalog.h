@@ -232,6 +232,11 @@ struct cp_catalog {
 /* Opens the catalog `spec` names: "postgres://..." / "postgresql://..." (libpq URI) or
  * a SQLite file path. */
 int cp_catalog_open(const char *spec, cp_catalog **out, char *err, size_t errlen);
+
+/* Process-wide setup of the embedded database, once, before any catalog or reader is
+ * opened (main() calls it): SQLite's allocation statistics are turned off -- they take a
+ * global mutex on every allocation (~1.4 % of ingest CPU) and nothing reads them. */
+void cp_catalog_process_init(void);
 /* 1 if spec names a PostgreSQL catalog. */
 int cp_catalog_is_postgres(const char *spec);
 /* Opens a PostgreSQL catalog (libpq URI) and applies pending migrations (under an

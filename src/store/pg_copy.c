@@ -186,8 +186,9 @@ int cp_pg_window_ddl(cp_buf *out, const char *s)
         " method_name text COLLATE \"C\" NOT NULL, thread text COLLATE \"C\" NOT NULL,"
         " error integer NOT NULL, pod_hash bigint NOT NULL, trace_reason text, trace bytea);"
         "CREATE INDEX IF NOT EXISTS calls_%s_time ON calls_%s (time);"
-        "CREATE INDEX IF NOT EXISTS calls_%s_duration ON calls_%s (duration, time DESC);",
-        s, s, s, s, s);
+        "CREATE INDEX IF NOT EXISTS calls_%s_duration ON calls_%s (duration, time DESC);"
+        "CREATE INDEX IF NOT EXISTS calls_%s_pod ON calls_%s (pod_hash, time);",
+        s, s, s, s, s, s, s);
 }
 
 const char cp_pg_calls_columns[] =

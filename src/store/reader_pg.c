@@ -58,6 +58,7 @@
 #define PG_LOCK_CHUNK 256      /* tables per LOCK statement */
 #define PG_WORDS_CHUNK 4096    /* ids per dictionary query */
 #define PG_MAX_PARAMS 24
+#define PG_MAX_POD_ARMS 64     /* a filtered window is walked per pod up to this many pods */
 #define PG_STMT_NAME 24
 
 /* ASCII folding in SQL, as the search folds (lower() would fold non-ASCII letters too,
@@ -86,6 +87,7 @@ typedef struct pg_reader {
     cp_buf sql;                 /* scratch for SQL text */
     cp_buf tmp;                 /* scratch for a folded needle, a key, an id array */
     cp_buf nsarr;               /* the filter's namespace set as a text[] literal (ns_array) */
+    cp_buf podarr;              /* the window's matching pods as a bigint[] literal (window_pods) */
     char err[256];
 } pg_reader;
 
@@ -692,14 +694,23 @@ static int sql_order(cp_buf *b, const cp_call_filter *f)
     return st;
 }
 
-/* The query of one window; need = the LIMIT (0 = none). */
-static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, cp_buf *b, pg_params *p)
+/* The query of one window; need = the LIMIT (0 = none). by_pod: walked per pod of
+ * r->podarr (window_pods): a lateral subquery per pod reads its newest (oldest) need rows
+ * through the pod index, the outer query orders those. */
+static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, int by_pod, cp_buf *b, pg_params *p)
 {
     const cp_call_filter *f = s->f;
     int partial = s->from > c->start || s->to < c->end;
     cp_buf_reset(b);
     memset(p, 0, sizeof *p);
-    int st = cp_buf_printf(b, "SELECT " PG_COLUMNS " FROM %s WHERE TRUE", c->name);
+    int st;
+    if (by_pod)
+        st = cp_buf_printf(b,
+                           "SELECT x.* FROM unnest($%d::bigint[]) AS h(v) CROSS JOIN LATERAL ("
+                           "SELECT " PG_COLUMNS " FROM %s WHERE pod_hash = h.v",
+                           par_cstr(p, (const char *)s->r->podarr.data), c->name);
+    else
+        st = cp_buf_printf(b, "SELECT " PG_COLUMNS " FROM %s WHERE TRUE", c->name);
     if (st == CP_OK && partial)
         st = cp_buf_printf(b, " AND time >= $%d::bigint AND time < $%d::bigint", par_i64(p, s->from),
                            par_i64(p, s->to));
@@ -719,9 +730,56 @@ static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, cp_
                            par_text(p, s->needle, s->needle_len));
     if (st == CP_OK && f->after) st = sql_keyset(s, b, p);
     if (st == CP_OK) st = sql_order(b, f);
-    if (st == CP_OK && need) st = cp_buf_printf(b, " LIMIT $%d::bigint", par_i64(p, (int64_t)need));
+    int lim = need ? par_i64(p, (int64_t)need) : 0;
+    if (st == CP_OK && need) st = cp_buf_printf(b, " LIMIT $%d::bigint", lim);
+    if (st == CP_OK && by_pod) st = cp_buf_puts(b, ") x");
+    if (st == CP_OK && by_pod) st = sql_order(b, f);
+    if (st == CP_OK && by_pod && need) st = cp_buf_printf(b, " LIMIT $%d::bigint", lim);
     if (st == CP_OK) st = cp_buf_putc(b, 0);
     return st;
+}
+
+/* A time-sorted page filtered by namespace or pod reads a window per pod (see
+ * reader_sqlite.c's window_pods): *by_pod = 1 and r->podarr = the matching pods'
+ * hashes when call_counts lists the window's pods and at most PG_MAX_POD_ARMS match;
+ * *none = 1 when it lists pods and none matches. */
+static int window_pods(pg_search *s, const pg_cursor *c, int *by_pod, int *none)
+{
+    pg_reader *r = s->r;
+    const cp_call_filter *f = s->f;
+    *by_pod = *none = 0;
+    if (f->sort != CP_SORT_TS || (!f->ns && !f->pod) || s->use_c) return CP_OK;
+    pg_params p;
+    memset(&p, 0, sizeof p);
+    int w = par_i64(&p, c->start);
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT DISTINCT namespace, pod_name FROM call_counts WHERE window_start = $%d::bigint",
+             w);
+    pg_stmt q;
+    int st = stmt_get(r, sql, &q);
+    if (st != CP_OK) return st;
+    PGresult *res = stmt_run(r, &q, &p, 0, "window pods");
+    stmt_put(r, &q, res != NULL);
+    if (!res) return CP_EIO;
+    int rows = PQntuples(res);
+    size_t n = 0;
+    cp_buf *b = &r->podarr;
+    cp_buf_reset(b);
+    st = cp_buf_putc(b, '{');
+    for (int i = 0; st == CP_OK && i < rows && n <= PG_MAX_POD_ARMS; i++) {
+        const char *ns = PQgetvalue(res, i, 0), *pod = PQgetvalue(res, i, 1);
+        if ((f->ns && strcmp(ns, f->ns)) || (f->pod && strcmp(pod, f->pod))) continue;
+        int64_t h = (int64_t)cp_pod_hash(ns, (size_t)PQgetlength(res, i, 0), pod, (size_t)PQgetlength(res, i, 1));
+        st = cp_buf_printf(b, "%s%lld", n++ ? "," : "", (long long)h); /* DISTINCT: each pod once */
+    }
+    PQclear(res);
+    if (st == CP_OK) st = cp_buf_putc(b, '}');
+    if (st == CP_OK) st = cp_buf_putc(b, 0);
+    if (st != CP_OK) return pg_oom(r);
+    if (!rows || n > PG_MAX_POD_ARMS) return CP_OK;
+    *by_pod = n > 0;
+    *none = n == 0;
+    return CP_OK;
 }
 
 /* Starts the query of the next listed window and puts its first row in the heap. */
@@ -735,8 +793,10 @@ static int cur_open(pg_search *s)
      * than the whole budget, which tells a spent budget from an exhausted window */
     uint64_t need = s->use_c ? (s->max_scan && s->max_scan < INT64_MAX ? s->max_scan + 1 : 0)
                              : (uint64_t)s->f->limit + 1;
+    int by_pod, none, st0 = window_pods(s, c, &by_pod, &none);
+    if (st0 != CP_OK || none) return st0;
     pg_params p;
-    if (sql_window(s, c, need, &r->sql, &p) != CP_OK) return pg_oom(r);
+    if (sql_window(s, c, need, by_pod, &r->sql, &p) != CP_OK) return pg_oom(r);
     if (!s->use_c && need <= PG_DIRECT_ROWS) {
         pg_stmt q;
         int st = stmt_get(r, (const char *)r->sql.data, &q);
@@ -1911,6 +1971,7 @@ static void pg_close(cp_reader *base)
     cp_buf_free(&r->sql);
     cp_buf_free(&r->tmp);
     cp_buf_free(&r->nsarr);
+    cp_buf_free(&r->podarr);
     free(r);
 }
 
@@ -1958,6 +2019,7 @@ int cp_reader_open_pg(const char *conninfo, cp_reader **out, char *err, size_t e
     cp_buf_init(&r->sql);
     cp_buf_init(&r->tmp);
     cp_buf_init(&r->nsarr);
+    cp_buf_init(&r->podarr);
     /* Generic plans: the statements are per window and of few shapes, run again and
      * again with other values; planning each execution (what the default does for
      * them, LIMIT being a parameter) costs more than the queries, and the plan does not

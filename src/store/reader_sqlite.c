@@ -305,6 +305,10 @@ static void fn_ns_ok(sqlite3_context *cx, int argc, sqlite3_value **argv)
 
 /* ---- search: one cursor per window ------------------------------------------------------------ */
 
+/* A time-sorted page filtered by namespace or pod walks the window's pod index once per
+ * matching pod (a merge of at most this many ranges); more pods: the time index. */
+#define RD_MAX_POD_ARMS 64
+
 typedef struct rd_cursor {
     char name[CP_HOT_NAME_LEN]; /* calls_YYYYMMDD_HHMM */
     int64_t start, end, rows;   /* from inventory */
@@ -324,6 +328,10 @@ typedef struct rd_search {
     size_t ncur, opened;        /* windows listed; windows opened (in list order) */
     cp_idxheap heap;            /* cursor indexes, best row first */
     uint64_t fetched;           /* rows read from the cursors */
+    /* the window being opened, walked per pod (see window_pods) */
+    int by_pod;
+    size_t npods;
+    int64_t pods[RD_MAX_POD_ARMS];
 } rd_search;
 
 /* The heap's order: 1 if cursor a's row comes before cursor b's. */
@@ -408,18 +416,11 @@ static int sql_order(cp_buf *b, const cp_call_filter *f)
     return st;
 }
 
-/* The query of one window. Parameters: ?1/?2 range, ?3..?5 names, ?6/?7 duration
- * bounds, ?8..?14 keyset, ?15 the cp_match context, ?16 the row limit, ?17 the
- * namespace set (cp_ns_ok). */
-static int sql_window(const rd_search *s, const rd_cursor *c, cp_buf *b)
+/* The conditions every row of a window query must meet (after the WHERE). */
+static int sql_conds(const rd_search *s, int partial, cp_buf *b)
 {
     const cp_call_filter *f = s->f;
-    int partial = s->from > c->start || s->to < c->end;
-    const char *ix = pick_index(s, c, partial);
-    cp_buf_reset(b);
-    int st = cp_buf_printf(b, "SELECT " RD_COLUMNS " FROM %s", c->name);
-    if (st == CP_OK && ix) st = cp_buf_printf(b, " INDEXED BY %s_%s", c->name, ix);
-    if (st == CP_OK) st = cp_buf_puts(b, " WHERE 1");
+    int st = CP_OK;
     if (st == CP_OK && partial) st = cp_buf_puts(b, " AND time >= ?1 AND time < ?2");
     if (st == CP_OK && f->ns) st = cp_buf_puts(b, " AND namespace = ?3");
     if (st == CP_OK && f->ns_limited) st = cp_buf_puts(b, " AND cp_ns_ok(?17, namespace)");
@@ -431,7 +432,48 @@ static int sql_window(const rd_search *s, const rd_cursor *c, cp_buf *b)
     if (st == CP_OK && f->after) st = sql_keyset(b, f);
     /* last, so the cheap SQL filters run first */
     if (st == CP_OK && s->use_fn) st = cp_buf_puts(b, " AND cp_match(?15, method_name, pod_name, params)");
-    if (st == CP_OK) st = sql_order(b, f);
+    return st;
+}
+
+/* The pod-walk query of one window: per pod of s->pods, its rows newest (or oldest)
+ * first through the pod index, merged by the compound's ORDER BY. Each arm reads at most
+ * limit + 1 rows, however rare or frequent its pod. ?18.. are the pod hashes. */
+static int sql_window_pods(const rd_search *s, const rd_cursor *c, int partial, cp_buf *b)
+{
+    int st = CP_OK;
+    for (size_t i = 0; st == CP_OK && i < s->npods; i++) {
+        if (i) st = cp_buf_puts(b, " UNION ALL ");
+        if (st == CP_OK && s->npods > 1) st = cp_buf_puts(b, "SELECT * FROM (");
+        if (st == CP_OK)
+            st = cp_buf_printf(b, "SELECT " RD_COLUMNS " FROM %s INDEXED BY %s_pod WHERE pod_hash = ?%zu", c->name,
+                               c->name, 18 + i);
+        if (st == CP_OK) st = sql_conds(s, partial, b);
+        if (st == CP_OK) st = sql_order(b, s->f);
+        if (st == CP_OK && s->npods > 1) st = cp_buf_putc(b, ')');
+    }
+    if (st == CP_OK && s->npods > 1) st = sql_order(b, s->f);
+    return st;
+}
+
+/* The query of one window. Parameters: ?1/?2 range, ?3..?5 names, ?6/?7 duration
+ * bounds, ?8..?14 keyset, ?15 the cp_match context, ?16 the row limit, ?17 the
+ * namespace set (cp_ns_ok). */
+static int sql_window(const rd_search *s, const rd_cursor *c, cp_buf *b)
+{
+    const cp_call_filter *f = s->f;
+    int partial = s->from > c->start || s->to < c->end;
+    cp_buf_reset(b);
+    int st;
+    if (s->by_pod) {
+        st = sql_window_pods(s, c, partial, b);
+    } else {
+        const char *ix = pick_index(s, c, partial);
+        st = cp_buf_printf(b, "SELECT " RD_COLUMNS " FROM %s", c->name);
+        if (st == CP_OK && ix) st = cp_buf_printf(b, " INDEXED BY %s_%s", c->name, ix);
+        if (st == CP_OK) st = cp_buf_puts(b, " WHERE 1");
+        if (st == CP_OK) st = sql_conds(s, partial, b);
+        if (st == CP_OK) st = sql_order(b, f);
+    }
     if (st == CP_OK) st = cp_buf_putc(b, 0);
     return st;
 }
@@ -467,6 +509,50 @@ static void bind_window(rd_search *s, sqlite3_stmt *q)
     if (s->use_fn) sqlite3_bind_pointer(q, 15, &s->m, RD_MATCH_PTR, NULL);
     if (f->ns_limited) sqlite3_bind_pointer(q, 17, (void *)f, RD_NS_PTR, NULL);
     sqlite3_bind_int64(q, 16, (int64_t)f->limit + 1);
+    for (size_t i = 0; s->by_pod && i < s->npods; i++) sqlite3_bind_int64(q, 18 + (int)i, s->pods[i]);
+}
+
+/* Decides whether the window about to be opened is walked per pod: a time-sorted page
+ * filtered by namespace or pod, and call_counts (written in the same transactions as the
+ * rows) lists the window's pods. Sets s->by_pod, s->pods/npods (the matching pods'
+ * hashes, as stored: signed). *none = 1 when the list says no pod of the window matches.
+ * A window without counts (from before they existed) or with too many matching pods
+ * keeps the time index. */
+static int window_pods(rd_search *s, const rd_cursor *c, int *none)
+{
+    const cp_call_filter *f = s->f;
+    s->by_pod = 0;
+    s->npods = 0;
+    *none = 0;
+    if (f->sort != CP_SORT_TS || (!f->ns && !f->pod)) return CP_OK;
+    rd_stmt q;
+    int st = stmt_get(s->r, "SELECT namespace, pod_name FROM call_counts WHERE window_start = ?1", &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, c->start);
+    size_t listed = 0, n = 0;
+    int rc, many = 0;
+    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        listed++;
+        size_t nl, pl;
+        const char *ns = col_text(q.st, 0, &nl), *pod = col_text(q.st, 1, &pl);
+        if ((f->ns && strcmp(ns, f->ns)) || (f->pod && strcmp(pod, f->pod))) continue;
+        int64_t h = (int64_t)cp_pod_hash(ns, nl, pod, pl);
+        size_t i = 0;
+        while (i < n && s->pods[i] != h) i++; /* one row per restart: the same pod again */
+        if (i < n) continue;
+        if (n == RD_MAX_POD_ARMS) {
+            many = 1;
+            break;
+        }
+        s->pods[n++] = h;
+    }
+    if (!many && rc != SQLITE_DONE) st = rd_fail(s->r, "window pods");
+    stmt_put(s->r, &q, st == CP_OK);
+    if (st != CP_OK || many || !listed) return st;
+    s->npods = n;
+    s->by_pod = n > 0;
+    *none = n == 0;
+    return CP_OK;
 }
 
 /* Runs the window query of the next listed cursor and puts its first row in the heap. */
@@ -474,8 +560,10 @@ static int cur_open(rd_search *s)
 {
     rd_cursor *c = &s->cur[s->opened++];
     if (s->m.over) return CP_OK; /* the budget is spent: nothing more is read */
+    int none, st = window_pods(s, c, &none);
+    if (st != CP_OK || none) return st;
     if (sql_window(s, c, &s->r->sql) != CP_OK) return rd_oom(s->r);
-    int st = stmt_get(s->r, (const char *)s->r->sql.data, &c->q);
+    st = stmt_get(s->r, (const char *)s->r->sql.data, &c->q);
     if (st != CP_OK) return st;
     bind_window(s, c->q.st);
     st = cur_step(s, c);

@@ -1131,6 +1131,7 @@ static void test_migration_traces_folded(void **state)
              " rows_count, table_size, total_table_size, batch, rollup) SELECT 't-' || uuid, start_time, end_time,"
              " status, 'traces', 'traces_20260101_1200', created_time, %d, 0, 0, batch, rollup FROM inventory"
              " WHERE table_name = 'calls_20260101_1200';"
+             "DROP INDEX calls_20260101_1200_pod;"
              "DELETE FROM schema_migrations WHERE version >= 7",
              pg ? "bigint" : "INTEGER", pg ? "bigint" : "INTEGER", pg ? "bigint" : "INTEGER", pg ? "bytea" : "BLOB",
              with_trace);
@@ -1159,12 +1160,85 @@ static void test_migration_traces_folded(void **state)
         assert_int_equal(q_int(db, "SELECT count(*) FROM inventory WHERE table_type = 'traces'"), 0);
         assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200 WHERE trace IS NOT NULL"), with_trace);
         assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), cp_catalog_sqlite_schema_version());
+        assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'calls_20260101_1200_pod'"), 1);
         sqlite3_close(db);
     } else {
         assert_int_equal(raw_int(&fx, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'traces%'"), 0);
         assert_int_equal(raw_int(&fx, "SELECT count(*) FROM inventory WHERE table_type = 'traces'"), 0);
         assert_int_equal(raw_int(&fx, "SELECT count(*) FROM calls_20260101_1200 WHERE trace IS NOT NULL"), with_trace);
+        assert_int_equal(raw_int(&fx, "SELECT count(*) FROM pg_indexes WHERE indexname = 'calls_20260101_1200_pod'"), 1);
     }
+    free(t);
+    remove_tree(fx.dir);
+    free(fx.dir);
+}
+
+/* Pages filtered by namespace or pod walk each matching pod's range of the pod index
+ * (call_counts lists a window's pods): a rare pod among many, a namespace of more pods
+ * than the walk takes (the time index then), pods absent from a window, keyset pages in
+ * both directions, and windows whose counts are gone (the time index again). */
+static void test_search_by_pod(void **state)
+{
+    (void)state;
+    enum { MANY = 80, PER = 3, N = MANY * PER + 2 + 5 };
+    static char names[MANY][16];
+    fixture fx = {0};
+    fixture_dir(&fx, "hotbypod");
+    open_catalog(&fx);
+    tcall *t = calloc(N, sizeof *t);
+    uint64_t rng = 33;
+    for (size_t i = 0; i < N; i++) {
+        make_call(&t[i], i, &rng);
+        cp_call *c = &t[i].c;
+        const char *ns = "many", *pod;
+        if (i < MANY * PER) {
+            snprintf(names[i / PER], sizeof names[0], "m-%zu", i / PER);
+            pod = names[i / PER];
+        } else {
+            ns = "few";
+            pod = i < MANY * PER + 2 ? "rare" : "other";
+        }
+        c->ns = ns, c->ns_len = strlen(ns);
+        c->pod = pod, c->pod_len = strlen(pod);
+        /* two windows; "rare" only in the second, many equal times */
+        c->ts_ms = T2026 + (int64_t)(i % 2 || !strcmp(pod, "rare") ? 5 * MIN_MS : 0) + (int64_t)(i % 7) * 1000;
+        put_ok(fx.cat, c);
+    }
+    assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+    fx.calls = t;
+    fx.n = N;
+    open_reader(&fx);
+    for (int pass = 0; pass < 2; pass++) {
+        for (int desc = 0; desc < 2; desc++) {
+            cp_call_filter f = all_calls(N + 10);
+            f.desc = desc;
+            f.ns = "few";
+            assert_int_equal(check_page(&fx, &f), 7);
+            check_paging(&fx, f, 2);
+            f.ns = NULL;
+            f.pod = "rare";
+            assert_int_equal(check_page(&fx, &f), 2);
+            f.ns = "few";
+            assert_int_equal(check_page(&fx, &f), 2);
+            f.ns = "many"; /* no such pod in it */
+            assert_int_equal(check_page(&fx, &f), 0);
+            f.pod = NULL; /* 80 pods: more than one walk takes */
+            assert_int_equal(check_page(&fx, &f), MANY * PER);
+            check_paging(&fx, f, 37);
+            f.ns = NULL;
+            f.pod = "m-7";
+            assert_int_equal(check_page(&fx, &f), PER);
+            f.from_ms = T2026 + 5 * MIN_MS + 2000; /* a range cutting the second window */
+            f.pod = "rare";
+            check_paging(&fx, f, 1);
+        }
+        /* the counts gone (as before migration 2): the same pages through the time index */
+        cp_reader_close(fx.rd);
+        raw_sql(&fx, "DELETE FROM call_counts");
+        open_reader(&fx);
+    }
+    cp_reader_close(fx.rd);
+    cp_catalog_close(fx.cat);
     free(t);
     remove_tree(fx.dir);
     free(fx.dir);
@@ -1304,6 +1378,7 @@ int main(void)
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_windows_prepare),   cmocka_unit_test(test_window_length_change),
         cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_migration_traces_folded),
+        cmocka_unit_test(test_search_by_pod),
         cmocka_unit_test(test_reader_isolation),
         cmocka_unit_test(test_bad_times),         cmocka_unit_test(test_maintain_checkpoints),
     };
