@@ -1,5 +1,6 @@
 /* main.c -- the cloudprof binary: dispatches to a subcommand. */
 #include "cli/cp_cli.h"
+#include "store/cp_catalog.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    cp_catalog_process_init();
     if (argc < 2) {
         usage(stderr);
         return 2;
