@@ -9,6 +9,14 @@
  * An extent holds positions only; the bytes are read back from the stored stream files
  * when its call is assembled, so a pod restart costs memory in proportion to the calls
  * in flight, not to its trace volume.
+ *
+ * Complete extents of the common shape (one segment, numbers that fit) wait for their
+ * calls record as *slim* entries: 64 bytes in a ring kept in completion order (and 8 per
+ * sql/xml reference in a second ring), found through a table of 4-byte slots, instead of
+ * ~370 bytes of extent, arrays and map entry. The agent flushes its streams one after the
+ * other, each waiting for its acks (protocol.md §3.10), so a flush cycle's calls records
+ * arrive after the trace they claim: under load hundreds of thousands of complete extents
+ * wait at once.
  */
 #include "cp_asm.h"
 
@@ -159,6 +167,42 @@ typedef struct extent {
     struct extent *spare;       /* in cp_asm.spare_extents */
 } extent;
 
+/* A complete one-segment extent (see the top of the file), 64 bytes. Dead when
+ * len == SLIM_DEAD (claimed or dropped; the ring's head skips it). Its sql/xml
+ * references are nrefs entries of the reference ring from ref_at on. */
+typedef struct slim {
+    int32_t file, rec;          /* key, with chunk_off */
+    uint64_t chunk_off;
+    int64_t root_time, timer_start;
+    uint32_t off;               /* the segment: its start - chunk_off, */
+    uint32_t len;               /* ... its length */
+    int32_t root_method;
+    int32_t thread_id;          /* of the chunk */
+    int32_t chunk_age;          /* root_time - the chunk's time */
+    uint32_t done_s;            /* completed (now_ms / 1000) */
+    uint32_t ref_at, nrefs;     /* ref_at: the first reference's index in the ring */
+} slim;
+#define SLIM_DEAD UINT32_MAX
+
+/* A sql/xml reference of a slim extent: (file << 1 | xml) and the value's offset. */
+typedef struct slim_ref {
+    uint32_t file_kind;
+    int32_t offset;
+} slim_ref;
+
+typedef struct slim_set {
+    slim *ring;                 /* positions [head, tail), at ring[pos % cap] */
+    uint64_t head, tail;
+    size_t cap, nlive;
+    uint32_t *slot;             /* open addressing: 0 = empty, else ring index + 1 */
+    size_t nslot;               /* a power of two, at least 1.5 cap */
+    slim_ref *refs;             /* positions [rhead, rtail), at refs[pos % rcap] */
+    uint64_t rhead, rtail;
+    size_t rcap, rlive;         /* rlive: references of live entries */
+    vref *scratch;              /* the references of the entry being assembled */
+    size_t capscratch;
+} slim_set;
+
 typedef struct thread_state {
     int64_t id;
     int32_t depth;
@@ -200,7 +244,8 @@ struct cp_asm {
     kmap extents;               /* (file << 32 | rec, chunk_off) -> extent */
     size_t ext_bytes;           /* what the extents in it hold (ext_size), kept as they change */
     link done;                  /* complete extents, oldest first */
-    size_t nextents;
+    slim_set slims;             /* complete extents of the common shape, oldest first */
+    size_t nextents;            /* extents kept, slim ones included */
     /* calls */
     kmap waiting_by_key;        /* same key -> pcall (chain through dup) */
     link waiting, ready, retry;
@@ -262,7 +307,7 @@ cp_asm *cp_asm_new(const cp_asm_pod *pod, const cp_asm_limits *limits, const cp_
     a->service_len = a->service ? strlen(a->service) : 0;
     a->pod_len = a->pod ? strlen(a->pod) : 0;
     a->call_red_id = -1;
-    cp_dict_init(&a->dict);
+    cp_dict_init_pooled(&a->dict, a->io.words);
     list_init(&a->done);
     list_init(&a->waiting);
     list_init(&a->ready);
@@ -317,6 +362,10 @@ void cp_asm_free(cp_asm *a)
     for (size_t i = 0; i < a->extents.cap; i++) extent_free(a->extents.e[i].v);
     for (size_t i = 0; i < a->threads.cap; i++) free(a->threads.e[i].v);
     kmap_free(&a->extents);
+    free(a->slims.ring);
+    free(a->slims.slot);
+    free(a->slims.refs);
+    free(a->slims.scratch);
     kmap_free(&a->threads);
     kmap_free(&a->waiting_by_key);
     /* waiting calls are on the list once, with their duplicates chained */
@@ -364,7 +413,7 @@ int cp_asm_word(cp_asm *a, int32_t id, const char *word, size_t len)
 void cp_asm_dict_reset(cp_asm *a)
 {
     cp_dict_free(&a->dict);
-    cp_dict_init(&a->dict);
+    cp_dict_init_pooled(&a->dict, a->io.words);
     a->call_red_id = -1;
 }
 
@@ -486,14 +535,236 @@ static extent *extent_new(cp_asm *a)
     return e;
 }
 
-/* Drops complete extents nobody claimed: too old, or too many. */
+/* ---- slim extents ---------------------------------------------------------------------- */
+
+static size_t slim_home(const slim_set *m, int32_t file, int32_t rec, uint64_t chunk_off)
+{
+    return kmix(key_a(file, rec), chunk_off) & (m->nslot - 1);
+}
+
+/* The slot of the live entry with that key, or SIZE_MAX. */
+static size_t slim_find(const slim_set *m, int32_t file, int32_t rec, uint64_t chunk_off)
+{
+    if (!m->nslot) return SIZE_MAX;
+    for (size_t j = slim_home(m, file, rec, chunk_off);; j = (j + 1) & (m->nslot - 1)) {
+        if (!m->slot[j]) return SIZE_MAX;
+        const slim *x = &m->ring[m->slot[j] - 1];
+        if (x->file == file && x->rec == rec && x->chunk_off == chunk_off) return j;
+    }
+}
+
+static void slim_index(slim_set *m, size_t ring_idx)
+{
+    const slim *x = &m->ring[ring_idx];
+    size_t j = slim_home(m, x->file, x->rec, x->chunk_off);
+    while (m->slot[j]) j = (j + 1) & (m->nslot - 1);
+    m->slot[j] = (uint32_t)ring_idx + 1;
+}
+
+static size_t pow2_at_least(size_t n)
+{
+    size_t c = 64;
+    while (c < n) c *= 2;
+    return c;
+}
+
+/* Ring capacity for n entries and half as many again (the rings need no power of two:
+ * rounding up would waste up to half of the memory this form exists to save). */
+static size_t ring_cap(size_t n)
+{
+    n += n / 2;
+    return n < 64 ? 64 : n;
+}
+
+/* Lays the live entries and their references out again from position 0, in rings of cap
+ * entries and rcap references (at least the live ones), and rebuilds the slots. */
+static int slim_relayout(slim_set *m, size_t cap, size_t rcap)
+{
+    size_t nslot = pow2_at_least(cap + cap / 2);
+    slim *ring = malloc(cap * sizeof *ring);
+    uint32_t *slot = calloc(nslot, sizeof *slot);
+    slim_ref *refs = malloc(rcap * sizeof *refs);
+    if (!ring || !slot || !refs) {
+        free(ring);
+        free(slot);
+        free(refs);
+        return CP_ENOMEM;
+    }
+    size_t n = 0, rn = 0;
+    for (uint64_t pos = m->head; pos < m->tail; pos++) {
+        const slim *x = &m->ring[pos % m->cap];
+        if (x->len == SLIM_DEAD) continue;
+        ring[n] = *x;
+        ring[n].ref_at = (uint32_t)rn;
+        for (uint32_t k = 0; k < x->nrefs; k++) refs[rn++] = m->refs[(x->ref_at + k) % m->rcap];
+        n++;
+    }
+    free(m->ring);
+    free(m->slot);
+    free(m->refs);
+    m->ring = ring, m->slot = slot, m->refs = refs;
+    m->cap = cap, m->nslot = nslot, m->rcap = rcap;
+    m->head = 0, m->tail = n;
+    m->rhead = 0, m->rtail = rn;
+    for (size_t i = 0; i < n; i++) slim_index(m, i);
+    return CP_OK;
+}
+
+/* Room for one more entry with nrefs references: the dead squeezed out, or the rings grown. */
+static int slim_room(slim_set *m, size_t nrefs)
+{
+    int full = m->tail - m->head == m->cap, rfull = m->rtail - m->rhead + nrefs > m->rcap;
+    if (!full && !rfull) return CP_OK;
+    size_t cap = ring_cap(m->nlive + 1), rcap = ring_cap(m->rlive + nrefs);
+    if (cap < m->cap) cap = m->cap;
+    if (rcap < m->rcap) rcap = m->rcap;
+    if (cap > UINT32_MAX / 4 || rcap > UINT32_MAX / 4) return CP_ENOMEM;
+    return slim_relayout(m, cap, rcap);
+}
+
+/* Keeps a complete one-segment extent as a slim entry (the caller then drops the
+ * extent). CP_EINVAL: it does not fit the slim form. */
+static int slim_add(slim_set *m, const extent *e)
+{
+    const seg *g = &e->segs[0];
+    int64_t age = e->root_time - g->chunk_time;
+    if (e->nsegs != 1 || e->too_large || g->off < e->chunk_off || g->off - e->chunk_off >= UINT32_MAX ||
+        g->len >= SLIM_DEAD || g->thread_id != (int32_t)g->thread_id || age != (int32_t)age ||
+        e->nrefs > UINT16_MAX || e->done_ms < 0)
+        return CP_EINVAL;
+    for (size_t k = 0; k < e->nrefs; k++)
+        if (e->refs[k].file < 0 || (uint32_t)e->refs[k].file > UINT32_MAX / 2) return CP_EINVAL;
+    if (slim_room(m, e->nrefs) != CP_OK) return CP_ENOMEM;
+    size_t i = m->tail++ % m->cap;
+    m->ring[i] = (slim){e->file,
+                        e->rec,
+                        e->chunk_off,
+                        e->root_time,
+                        e->timer_start,
+                        (uint32_t)(g->off - e->chunk_off),
+                        (uint32_t)g->len,
+                        e->root_method,
+                        (int32_t)g->thread_id,
+                        (int32_t)age,
+                        (uint32_t)(e->done_ms / 1000),
+                        (uint32_t)(m->rtail % m->rcap),
+                        (uint32_t)e->nrefs};
+    for (size_t k = 0; k < e->nrefs; k++) {
+        const vref *v = &e->refs[k];
+        m->refs[m->rtail++ % m->rcap] = (slim_ref){(uint32_t)v->file << 1 | (v->kind == 1), v->offset};
+    }
+    m->nlive++;
+    m->rlive += e->nrefs;
+    slim_index(m, i);
+    return CP_OK;
+}
+
+/* Removes the entry in slot j (backward-shift delete, as kmap_del) and moves the heads
+ * past dead entries. */
+static void slim_del(slim_set *m, size_t j)
+{
+    size_t mask = m->nslot - 1;
+    slim *dead = &m->ring[m->slot[j] - 1];
+    dead->len = SLIM_DEAD;
+    m->rlive -= dead->nrefs;
+    m->slot[j] = 0;
+    m->nlive--;
+    for (size_t i = (j + 1) & mask; m->slot[i]; i = (i + 1) & mask) {
+        const slim *x = &m->ring[m->slot[i] - 1];
+        size_t home = slim_home(m, x->file, x->rec, x->chunk_off);
+        int stays = j <= i ? (home > j && home <= i) : (home > j || home <= i);
+        if (stays) continue;
+        m->slot[j] = m->slot[i];
+        m->slot[i] = 0;
+        j = i;
+    }
+    /* the head passes dead entries; their references go with them */
+    for (const slim *h; m->head < m->tail && (h = &m->ring[m->head % m->cap])->len == SLIM_DEAD; m->head++)
+        m->rhead += h->nrefs;
+}
+
+static size_t slim_bytes(const slim_set *m)
+{
+    return m->cap * sizeof(slim) + m->nslot * sizeof(uint32_t) + m->rcap * sizeof(slim_ref) +
+           m->capscratch * sizeof(vref);
+}
+
+/* The oldest live entry, or NULL. */
+static const slim *slim_oldest(const slim_set *m)
+{
+    return m->head < m->tail ? &m->ring[m->head % m->cap] : NULL;
+}
+
+/* A just completed extent becomes a slim entry when it fits the form (stays as it is
+ * otherwise, or when there is no memory for the rings). */
+static void extent_slim(cp_asm *a, extent *e)
+{
+    size_t before = slim_bytes(&a->slims);
+    int st = slim_add(&a->slims, e);
+    a->ext_bytes += slim_bytes(&a->slims) - before;
+    if (st != CP_OK) return;
+    extent_drop(a, e);
+    a->nextents++; /* still kept, in the other form */
+}
+
+/* An extent of the slim entry in slot j, for assembly: g is its one segment, its
+ * references are in the set's scratch array. CP_ENOMEM without room for them. */
+static int slim_inflate(cp_asm *a, size_t j, extent *e, seg *g)
+{
+    slim_set *m = &a->slims;
+    const slim *x = &m->ring[m->slot[j] - 1];
+    if (x->nrefs > m->capscratch) {
+        size_t cap = pow2_at_least(x->nrefs);
+        vref *v = realloc(m->scratch, cap * sizeof *v);
+        if (!v) return CP_ENOMEM;
+        a->ext_bytes += (cap - m->capscratch) * sizeof *v;
+        m->scratch = v;
+        m->capscratch = cap;
+    }
+    memset(e, 0, sizeof *e);
+    *g = (seg){x->file, x->chunk_off + x->off, x->len, x->thread_id, x->root_time - x->chunk_age};
+    e->file = x->file, e->rec = x->rec, e->chunk_off = x->chunk_off;
+    e->timer_start = x->timer_start, e->root_time = x->root_time, e->root_method = x->root_method;
+    e->complete = 1;
+    e->segs = g, e->nsegs = e->capsegs = 1;
+    e->bytes = (uint64_t)x->len + 17;
+    e->done_ms = (int64_t)x->done_s * 1000;
+    for (uint32_t k = 0; k < x->nrefs; k++) {
+        slim_ref r = m->refs[(x->ref_at + k) % m->rcap];
+        m->scratch[k] = (vref){(uint8_t)(r.file_kind & 1 ? 1 : 3), (int32_t)(r.file_kind >> 1), r.offset};
+    }
+    e->refs = m->scratch, e->nrefs = x->nrefs;
+    return CP_OK;
+}
+
+/* Removes the entry in slot j; rings mostly empty after a burst are made smaller (their
+ * memory goes back), with room for twice what is left. */
+static void slim_drop(cp_asm *a, size_t j)
+{
+    slim_set *m = &a->slims;
+    slim_del(m, j);
+    a->nextents--;
+    if (m->cap > 64 && m->nlive < m->cap / 8) {
+        size_t before = slim_bytes(m);
+        size_t rcap = ring_cap(m->rlive);
+        if (slim_relayout(m, ring_cap(m->nlive), rcap < m->rcap ? rcap : m->rcap) == CP_OK)
+            a->ext_bytes -= before - slim_bytes(m);
+    }
+}
+
+/* Drops complete extents nobody claimed: too old, or too many (the older form first). */
 static void extents_expire(cp_asm *a, int64_t now_ms)
 {
-    while (!list_empty(&a->done)) {
-        extent *e = CONTAINER(a->done.next, extent, fifo);
-        if (a->nextents <= a->lim.max_extents && now_ms - e->done_ms <= a->lim.extent_ttl_ms) break;
+    for (;;) {
+        extent *e = list_empty(&a->done) ? NULL : CONTAINER(a->done.next, extent, fifo);
+        const slim *x = slim_oldest(&a->slims);
+        if (!e && !x) break;
+        int64_t xdone = x ? (int64_t)x->done_s * 1000 : 0;
+        int64_t done = e && (!x || e->done_ms <= xdone) ? e->done_ms : xdone;
+        if (a->nextents <= a->lim.max_extents && now_ms - done <= a->lim.extent_ttl_ms) break;
         a->st.extents_dropped++;
-        extent_drop(a, e);
+        if (e && (!x || e->done_ms <= xdone)) extent_drop(a, e);
+        else slim_drop(a, slim_find(&a->slims, x->file, x->rec, x->chunk_off));
     }
 }
 
@@ -507,6 +778,7 @@ static void extent_complete(cp_asm *a, thread_state *t, uint64_t end, int64_t no
     e->done_ms = now_ms;
     list_push(&a->done, &e->fifo);
     pcall_wake(a, e->file, e->chunk_off, e->rec);
+    extent_slim(a, e);
 }
 
 /* The record after an event fixes where a pending segment starts or ends. */
@@ -532,6 +804,8 @@ static int root_enter(cp_asm *a, thread_state *t, int32_t file, const cp_trace_r
         }
         extent_drop(a, old);
     }
+    size_t j = slim_find(&a->slims, file, (int32_t)r->index, a->chunk_off);
+    if (j != SIZE_MAX) slim_drop(a, j);
     extent *e = extent_new(a);
     if (!e) return CP_ENOMEM;
     e->file = file;
@@ -729,7 +1003,7 @@ int cp_asm_call(cp_asm *a, const cp_call_rec *r, int64_t now_ms)
     a->npending++;
     uint64_t ka = key_a(r->trace_file_index, r->record_index), kb = (uint64_t)(uint32_t)r->buffer_offset;
     extent *e = kmap_get(&a->extents, ka, kb);
-    if (e && e->complete) {
+    if ((e && e->complete) || slim_find(&a->slims, r->trace_file_index, r->record_index, kb) != SIZE_MAX) {
         to_ready(a, p);
         return CP_OK;
     }
@@ -1107,13 +1381,29 @@ static int names_known(const cp_asm *a, const pcall *p)
     return 1;
 }
 
+/* The extent its call claimed is no longer kept: the full one, or the slim entry in slot sj. */
+static void claim_drop(cp_asm *a, extent *e, size_t sj)
+{
+    if (sj != SIZE_MAX) slim_drop(a, sj);
+    else extent_drop(a, e);
+}
+
 /* Tries to assemble p. ASM_LATER: something it needs has not arrived and its wait is
  * not over. Otherwise the call was emitted (with or without its trace). */
 static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
 {
     const cp_call_rec *r = &p->rec;
     uint64_t ka = key_a(r->trace_file_index, r->record_index), kb = (uint64_t)(uint32_t)r->buffer_offset;
-    extent *e = kmap_get(&a->extents, ka, kb);
+    extent *e = kmap_get(&a->extents, ka, kb), slim_e;
+    seg slim_seg;
+    size_t sj = e ? SIZE_MAX : slim_find(&a->slims, r->trace_file_index, r->record_index, kb);
+    if (sj != SIZE_MAX) {
+        if (slim_inflate(a, sj, &slim_e, &slim_seg) != CP_OK) {
+            *err = CP_ENOMEM;
+            return ASM_DONE;
+        }
+        e = &slim_e;
+    }
     if (!e || !e->complete) {
         *err = emit(a, p, 0, e ? CP_TRACE_INCOMPLETE : CP_TRACE_NOT_FOUND);
         return ASM_DONE;
@@ -1122,12 +1412,12 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
     int give_up = final || now_ms - p->first_try_ms >= a->lim.ref_wait_ms;
     if (!give_up && !names_known(a, p)) return ASM_LATER;
     if (e->too_large) {
-        extent_drop(a, e);
+        claim_drop(a, e, sj);
         *err = emit(a, p, 0, CP_TRACE_TOO_LARGE);
         return ASM_DONE;
     }
     if (e->root_method != r->method) {
-        extent_drop(a, e);
+        claim_drop(a, e, sj);
         *err = emit(a, p, 0, CP_TRACE_BAD_POINTER);
         return ASM_DONE;
     }
@@ -1171,7 +1461,7 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
     }
     cp_buf_reset(&a->blob);
     st = cp_blob_build(&a->bb, &a->blob);
-    extent_drop(a, e);
+    claim_drop(a, e, sj);
     if (st != CP_OK) {
         *err = st;
         return ASM_DONE;
@@ -1273,10 +1563,14 @@ void cp_asm_get_stats(const cp_asm *a, cp_asm_stats *st)
 {
     *st = a->st;
     st->pending = a->npending;
+    st->extents_live = a->nextents;
     /* extents as kept (ext_bytes); pending calls and scratch buffers at their sizes */
-    st->memory = sizeof *a + cp_dict_bytes(&a->dict) + a->extents.cap * sizeof(kent) + a->ext_bytes +
-                 a->threads.cap * sizeof(kent) +
-                 a->pauses.cap * sizeof(cp_blob_pause) + a->npending * (sizeof(pcall) + 128) +
-                 a->waiting_by_key.cap * sizeof(kent) + a->nspare_calls * sizeof(pcall) +
-                 a->nspare_extents * sizeof(extent) + a->vcache_bytes + a->tbuf.cap + a->blob.cap;
+    st->mem_extents = a->extents.cap * sizeof(kent) + a->ext_bytes + a->nspare_extents * sizeof(extent);
+    st->mem_calls = a->npending * (sizeof(pcall) + 128) + a->waiting_by_key.cap * sizeof(kent) +
+                    a->nspare_calls * sizeof(pcall);
+    st->mem_values = a->vcache_bytes + (a->vcache ? VCACHE_SLOTS * sizeof *a->vcache : 0);
+    st->mem_dict = cp_dict_bytes(&a->dict);
+    st->memory = sizeof *a + st->mem_dict + st->mem_extents + st->mem_calls + st->mem_values +
+                 a->threads.cap * (sizeof(kent) + sizeof(thread_state)) + a->pauses.cap * sizeof(cp_blob_pause) +
+                 a->tbuf.cap + a->vbuf.cap + a->sbuf.cap + a->blob.cap;
 }

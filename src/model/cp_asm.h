@@ -35,6 +35,9 @@ typedef struct cp_asm_io {
     int64_t (*size)(void *ud, cp_stream_kind kind, int32_t file_index);
     /* One finished call; pointers valid during the call only. Non-zero = error. */
     int (*emit)(void *ud, const cp_call *c);
+    /* Where the dictionary's words are kept: a pool shared with the other assemblers of
+     * the thread (it must outlive this one), or NULL for the assembler's own. */
+    cp_wordpool *words;
 } cp_asm_io;
 
 typedef struct cp_asm_limits {
@@ -83,6 +86,9 @@ typedef struct cp_asm_stats {
     uint64_t calls_in, calls_out, without_trace, extents, extents_dropped;
     uint64_t trace_bytes_read, values_read;
     size_t pending, memory;
+    size_t extents_live;         /* extents kept now (complete or open) */
+    /* parts of memory: extents, waiting calls, the resolved-value cache, the dictionary */
+    size_t mem_extents, mem_calls, mem_values, mem_dict;
 } cp_asm_stats;
 void cp_asm_get_stats(const cp_asm *a, cp_asm_stats *st);
 

@@ -12,25 +12,43 @@
 
 /* ---- dictionary of one pod restart (protocol.md §5.1) -------------------------------- */
 
+/* Words shared by the dictionaries of many pod restarts: each distinct word once, counted
+ * by the dictionaries that hold it. Replicas of one service send the same method and
+ * class names, so a collector with hundreds of pods keeps each name once instead of once
+ * per pod. Not thread-safe: one pool per thread. */
+typedef struct cp_wordpool cp_wordpool;
+typedef struct cp_pword cp_pword;
+
+/* NULL on ENOMEM. Free it after every dictionary using it. */
+cp_wordpool *cp_wordpool_new(void);
+void cp_wordpool_free(cp_wordpool *p);
+/* Distinct words held, and the bytes they take with the pool's table. */
+size_t cp_wordpool_words(const cp_wordpool *p);
+size_t cp_wordpool_bytes(const cp_wordpool *p);
+
 /* id -> word. Ids are dense from 0 (the agent numbers words in arrival order); a re-sent
- * id replaces the word. */
+ * id replaces the word. Words are kept in the dictionary's own text, or in a pool. */
 typedef struct cp_dict {
-    cp_buf text;        /* words back to back, each NUL-terminated */
-    uint32_t *off;      /* off[id] = offset in text + 1; 0 = unknown */
+    cp_buf text;        /* words back to back, each NUL-terminated (no pool) */
+    uint32_t *off;      /* off[id] = offset in text + 1; 0 = unknown (no pool) */
     uint32_t *len;
-    size_t cap;         /* entries of off/len */
+    cp_wordpool *pool;  /* or NULL */
+    cp_pword **pw;      /* pw[id] = the pooled word, NULL = unknown (pool) */
+    size_t cap;         /* entries of off/len or pw */
     size_t count;       /* ids known */
 } cp_dict;
 
 #define CP_DICT_MAX_ID (1 << 24) /* protocol.md §5.5: method ids are < 2^24 */
 
 void cp_dict_init(cp_dict *d);
+/* A dictionary whose words live in pool (which must outlive it). */
+void cp_dict_init_pooled(cp_dict *d, cp_wordpool *pool);
 void cp_dict_free(cp_dict *d);
 /* CP_ELIMIT for an id outside [0, CP_DICT_MAX_ID), CP_ENOMEM. */
 int cp_dict_put(cp_dict *d, int32_t id, const char *word, size_t len);
 /* NULL if the id is unknown. The pointer is valid until the next put. */
 const char *cp_dict_get(const cp_dict *d, int32_t id, size_t *len);
-/* Bytes held (for memory accounting). */
+/* Bytes held by this dictionary (for memory accounting; pooled words count in the pool). */
 size_t cp_dict_bytes(const cp_dict *d);
 
 /* ---- an assembled call ----------------------------------------------------------------- */

@@ -93,7 +93,7 @@ int cp_srv_asm_open(cp_conn *c)
 {
     const cp_server_config *cfg = c->srv->cfg;
     cp_asm_pod pod = {c->pod.ns, c->pod.service, c->pod.pod, c->pod.restart_ms};
-    cp_asm_io io = {.ud = c, .read = io_read, .size = io_size, .emit = io_emit};
+    cp_asm_io io = {.ud = c, .read = io_read, .size = io_size, .emit = io_emit, .words = c->srv->words};
     cp_asm_limits lim;
     cp_asm_limits_default(&lim);
     if (cfg->trace_wait_ms > 0) lim.trace_wait_ms = cfg->trace_wait_ms;
@@ -190,7 +190,7 @@ static void on_asm_timer(uv_timer_t *t)
     uint64_t now = uv_now(&s->loop);
     prepare_windows(s, now);
     size_t waiting = 0; /* the hot-queue gauge's "assembly" series */
-    uint64_t asm_mem = 0;
+    uint64_t asm_mem = cp_wordpool_bytes(s->words);
     for (cp_conn *c = s->conns; c; c = c->next) {
         tail_release_quiet(c, now);
         if (c->asm_) {

@@ -404,7 +404,8 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
     uv_signal_init(&s->loop, &s->sigterm);
     s->listener.data = s->tls_listener.data = s->check.data = s->sweep.data = s->sigint.data = s->sigterm.data = s;
     s->rbuf = malloc(CP_SRV_READ_BUF);
-    if (!s->rbuf) {
+    s->words = cp_wordpool_new();
+    if (!s->rbuf || !s->words) {
         snprintf(err, errlen, "out of memory");
         st = CP_ENOMEM;
     }
@@ -517,5 +518,6 @@ void cp_server_close(cp_server *s)
     cp_buf_free(&s->scratch);
     free(s->rbuf);
     free(s->held);
+    cp_wordpool_free(s->words); /* after every connection's assembler */
     free(s);
 }

@@ -220,6 +220,7 @@ struct cp_server {
     uint64_t buffered;        /* partial-record bytes held for all connections */
     size_t nbuffering;        /* connections holding some */
     cp_rawlog_tailpool tails; /* the tail copies of every live file (--ingest-memory / 2) */
+    cp_wordpool *words;       /* the connections' dictionary words, each distinct one once */
     cp_conn **held;           /* the connections that read their share in this iteration */
     uint32_t iter_gen;        /* loop iterations (wraps) */
     size_t nheld, capheld;
