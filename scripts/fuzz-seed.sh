@@ -65,6 +65,15 @@ seed dec_trace traces0 "$st/test-service.traces.0.protocol" 512 4096
 seed dec_trace v2 "$v2/stream.trace.bin" 1024
 seed dec_calls calls0 "$st/test-service.calls.0.protocol" 512 4096
 seed dec_calls v2 "$v2/stream.calls.bin" 1024
+# assembly (fuzz_asm.c): a 4-byte trace length, the trace, the calls (cut to fit -max_len)
+asm_seed() {
+    local name=$1 trace=$2 calls=$3 tn=$4 cn=$5 dir=$root/fuzz/corpus-asm
+    mkdir -p "$dir"
+    { be32 "$tn"; head -c "$tn" "$trace"; head -c "$cn" "$calls"; } >"$dir/seed-$name"
+}
+asm_seed fixture "$st/test-service.traces.0.protocol" "$st/test-service.calls.0.protocol" 30000 20000
+asm_seed fixture-small "$st/test-service.traces.0.protocol" "$st/test-service.calls.0.protocol" 4096 1024
+asm_seed v2 "$v2/stream.trace.bin" "$v2/stream.calls.bin" 30000 20000
 seed dec_dictionary dict "$st/test-service.dictionary.protocol" 2048 16384
 seed dec_dictionary v2 "$v2/stream.dictionary.bin"
 seed dec_params params "$st/test-service.params.protocol" 600

@@ -962,8 +962,10 @@ static void pparam_next(const uint8_t **s, pparam *out)
     *s = q;
 }
 
-static const uint8_t *pparams_begin(const pcall *p) { return p->data.data + p->thread_len; }
-static const uint8_t *pparams_end(const pcall *p) { return p->data.data + p->data.len; }
+/* (NULL, NULL) for a call with no thread name and no params: nothing was ever allocated,
+ * and an offset added to NULL is undefined even when it is 0 (fuzz_asm found it) */
+static const uint8_t *pparams_begin(const pcall *p) { return p->data.data ? p->data.data + p->thread_len : NULL; }
+static const uint8_t *pparams_end(const pcall *p) { return p->data.data ? p->data.data + p->data.len : NULL; }
 
 static void waiting_remove(cp_asm *a, pcall *p)
 {
