@@ -22,7 +22,7 @@
  */
 #include "common/cp_common.h"
 #include "store/cp_catalog.h"
-#include "store/pg_internal.h"
+#include "store/catalog/pg_internal.h"
 
 #include <arpa/inet.h>
 #include <libpq-fe.h>

@@ -22,8 +22,8 @@
 #include "store/cp_hot.h"
 #include "store/cp_ostore.h"
 #include "store/cp_stats.h"
-#include "store/hot_internal.h"
-#include "store/pg_internal.h"
+#include "store/hot/hot_internal.h"
+#include "store/catalog/pg_internal.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>

@@ -19,7 +19,7 @@
 #include "store/cp_catalog.h"
 #include "store/cp_dumps.h"
 #include "store/cp_ostore.h"
-#include "store/sqldb.h"
+#include "store/sql/sqldb.h"
 
 #include <dirent.h>
 #include <pthread.h>

@@ -22,7 +22,7 @@
 #include "pair_util.h"
 #include "server_util.h"
 
-#include "store/sqldb.h"
+#include "store/sql/sqldb.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -13,8 +13,8 @@
 #include "pair_util.h"
 #include "store/cp_catalog.h"
 #include "store/cp_hot.h"
-#include "store/hot_internal.h"
-#include "store/pg_internal.h"
+#include "store/hot/hot_internal.h"
+#include "store/catalog/pg_internal.h"
 
 #include <libpq-fe.h>
 #include <sqlite3.h>

@@ -1,0 +1,64 @@
+/* sqlite_internal.h -- private to src/store: the SQLite catalog's state, shared by
+ * catalog_sqlite.c (metadata, hot tier, migrations) and catalog_sqlite_cold.c
+ * (compaction claims, cold files, inverted index, retention). */
+#ifndef CP_SQLITE_INTERNAL_H
+#define CP_SQLITE_INTERNAL_H
+
+#include "store/cp_catalog.h"
+#include "store/hot/hot_internal.h"
+
+#include <sqlite3.h>
+
+enum {
+    ST_POD_UPSERT,
+    ST_RESTART_INSERT,
+    ST_POD_TOUCH,
+    ST_RESTART_TOUCH,
+    ST_DICT_PUT,
+    ST_PARAM_PUT,
+    ST_STREAM_OPEN,
+    ST_STREAM_CLOSE,
+    ST_COUNT
+};
+
+struct sq_cold; /* catalog_sqlite_cold.c */
+
+typedef struct sqlite_catalog {
+    cp_catalog base; /* first: the interface pointer is the object pointer */
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+    int in_txn;
+    char err[256];
+    char *path;
+    sqlite3 *ckpt;   /* maintain()'s own connection: checkpoints off the writer's thread */
+    cp_hot_writer *hot;
+    int64_t window_ms;  /* hot-tier window length (set_windows) */
+    char *wal_path;
+    uint64_t wal_max;   /* the WAL's bound (set_wal_max; default WAL_MAX_DEFAULT) */
+    sqlite3 *snap;      /* compact_calls' read connection: one snapshot while the main one writes */
+    struct sq_cold *cold;
+} sqlite_catalog;
+
+int cp_sq_fail(sqlite_catalog *c, const char *what);
+int cp_sq_exec(sqlite_catalog *c, const char *sql, const char *what);
+/* Starts the batch write transaction if none is open. */
+int cp_sq_begin(sqlite_catalog *c);
+int cp_sq_commit(cp_catalog *base);
+
+/* catalog_sqlite_cold.c */
+int cp_sq_compact_claim(cp_catalog *c, const cp_compact_opts *o, cp_compact_job *job);
+int cp_sq_compact_calls(cp_catalog *c, const cp_compact_job *job, cp_call_fn fn, void *ud);
+int cp_sq_cold_file_put(cp_catalog *c, const cp_compact_job *job, const cp_cold_file *f);
+int cp_sq_compact_reset(cp_catalog *c, const cp_compact_job *job, int (*fn)(void *ud, const char *key), void *ud);
+int cp_sq_index_put(cp_catalog *c, const char *param, size_t param_len, const char *value, size_t value_len,
+                    const char *file_uuid);
+int cp_sq_indexed_params(cp_catalog *c, int (*fn)(void *ud, const char *name), void *ud);
+int cp_sq_compact_finish(cp_catalog *c, const cp_compact_job *job, const char *const *uuids, size_t n);
+int cp_sq_compact_release(cp_catalog *c, const cp_compact_job *job);
+int cp_sq_retention_mark(cp_catalog *c, int64_t before_ms, int64_t *marked);
+int cp_sq_retention_list(cp_catalog *c, size_t limit, int (*fn)(void *ud, const char *uuid, const char *key),
+                         void *ud);
+int cp_sq_retention_forget(cp_catalog *c, const char *uuid);
+void cp_sq_cold_free(sqlite_catalog *c);
+
+#endif

@@ -1,0 +1,107 @@
+/* reader_internal.h -- private to src/store: what the SQLite and PostgreSQL readers
+ * (reader_sqlite.c, reader_pg.c) share. Implemented in reader_open.c, except the search
+ * order and the merge heap (cp_rowkey, cp_idxheap), in rowkey.c.
+ *
+ * Mostly the cold-file listing's rules (cp_hot.h cp_reader_ops.cold_files), written once
+ * so both catalogs answer alike:
+ *   - a calls file of s3_files.duration_range u holds durations in [lower(r), upper(r))
+ *     with r = cp_cold_range_of_upper(u) (an unknown u: [0, inf), never left out);
+ *   - a file is skipped for a $name=value term when `name` is in its indexed_params
+ *     (names compared with ASCII case folding, as the search does) and the term's set
+ *     of matching files (from the inverted index) does not hold its uuid.
+ */
+#ifndef CP_READER_INTERNAL_H
+#define CP_READER_INTERNAL_H
+
+#include "store/cp_catalog.h"
+#include "store/cp_cold.h"
+#include "store/cp_hot.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Cold files listed at most per cold_files call (a guard against a runaway catalog). */
+#define CP_RD_MAX_COLD_FILES 1000000
+
+/* ASCII case folding, as the search does (bytes >= 0x80 are left alone). */
+static inline unsigned char cp_rd_fold(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }
+
+/* Appends s[0..n) folded and a NUL to out (which is reset first). */
+int cp_rd_fold_into(cp_buf *out, const char *s, size_t n);
+
+/* 1 if the JSON array of strings json[0..len) holds name[0..name_len) (ASCII
+ * case-insensitively). 0 if not, or if json is not such an array (then the index cannot
+ * prove anything, and nothing is skipped). */
+int cp_rd_json_names_has(const char *json, size_t len, const char *name, size_t name_len);
+
+/* The longest value of param `name` (ASCII case-insensitively) in a file's
+ * s3_files.indexed_maxlen JSON object ({"request.id":16,...}); -1 when unknown. A term
+ * value at least that long can only be contained in a value equal to it, so the index
+ * is looked up exactly for such files (their values are stored ASCII-lowercased). */
+int64_t cp_rd_json_maxlen(const char *json, const char *name, size_t name_len);
+
+/* 1 if a calls file of this s3_files.duration_range may hold a duration in [min, max]. */
+int cp_rd_cold_range_overlaps(int64_t duration_range, int64_t min_ms, int64_t max_ms);
+
+/* 1 if name is an inverted-index table name as cp_cold_inv_table makes them ("inv_"
+ * then [a-z0-9_]): names read back from inverted_indexes are spliced into SQL. */
+int cp_rd_inv_name_ok(const char *name);
+
+/* A set of strings (file uuids): add, then seal (sorts), then look up. `all`: the set
+ * holds every string (a term the catalog cannot look up proves nothing). */
+typedef struct cp_rd_strset {
+    char **v;
+    size_t n, cap;
+    int all;
+} cp_rd_strset;
+
+int cp_rd_strset_add(cp_rd_strset *s, const char *p, size_t n);
+void cp_rd_strset_seal(cp_rd_strset *s);
+int cp_rd_strset_has(const cp_rd_strset *s, const char *p);
+void cp_rd_strset_free(cp_rd_strset *s);
+
+/* The index rule for one file: 1 when some term (q->params[i], with sets[i] the uuids of
+ * the files that have a matching value) rules the file out. */
+int cp_rd_cold_pruned(const cp_cold_query *q, const cp_rd_strset *sets, const cp_cold_file *f);
+
+/* ---- the search order and the merge heap (rowkey.c) ------------------------------------------ */
+
+/* A row's position in a search's order: the sort column's value (num, or text[0..text_len)
+ * for a text column; text need not be NUL-terminated), then the tie-breaks. */
+typedef struct cp_rowkey {
+    int64_t num;
+    const char *text;
+    size_t text_len;
+    int64_t time, restart, pod_hash, tfi, bo, ri;
+} cp_rowkey;
+
+/* <0 if row a comes first, >0 if b does, 0 for the same position. The sort column first,
+ * in its direction (desc != 0: descending): text bytewise with a prefix before the longer
+ * text (text != 0), else num; then time, restart, pod_hash (signed), trace_file_index,
+ * buffer_offset, record_index, all descending. */
+int cp_rowkey_cmp(const cp_rowkey *a, const cp_rowkey *b, int text, int desc);
+
+/* A binary heap of indexes (the readers' cursors), the first in less's order on top.
+ * v is the caller's array (allocated and freed by it, room for every index pushed); n the
+ * count. less(ud, a, b): 1 if index a goes before index b. */
+typedef struct cp_idxheap {
+    size_t *v;
+    size_t n;
+    int (*less)(void *ud, size_t a, size_t b);
+    void *ud;
+} cp_idxheap;
+
+/* Adds index k (v must have room). */
+void cp_idxheap_push(cp_idxheap *h, size_t k);
+
+/* Restores the order below position i after the element there moved back (as the top
+ * does when its cursor steps to its next row). */
+void cp_idxheap_down(cp_idxheap *h, size_t i);
+
+/* Removes the top (n > 0). */
+void cp_idxheap_pop(cp_idxheap *h);
+
+/* The top index (n > 0). */
+static inline size_t cp_idxheap_top(const cp_idxheap *h) { return h->v[0]; }
+
+#endif

@@ -1,0 +1,1633 @@
+/* reader_sqlite.c -- cp_reader on the SQLite catalog (cp_hot.h).
+ *
+ * A search lists the window tables overlapping the range (from `inventory`, status ready
+ * or persisting, with rows), runs one ordered query per window -- filters in SQL, the
+ * extra predicate as the application function cp_match() -- each with LIMIT limit+1, and
+ * merges the per-window cursors with a heap in C into the global first `limit` rows.
+ * Time-sorted searches open windows lazily, newest (or oldest) first, so a page usually
+ * touches one or two windows. Every operation runs in one read transaction: all windows
+ * are seen at the same snapshot. A window's late batches (calls_<suffix>_<n>, made for
+ * calls that arrived after a compactor claimed it) are window tables like any other.
+ *
+ * Cold files (cold_files): the completed calls files of `s3_files` for a time range,
+ * namespace and duration range, minus those the inverted index rules out for the
+ * search's $param=value terms (one query per term and index table; the rule itself is
+ * reader_internal.h's, shared with the PostgreSQL reader). bounds covers both tiers.
+ *
+ * Order (cp_sort_key): the sort column in its direction, then time DESC, restart_time
+ * DESC, pod_hash DESC, trace_file_index DESC, buffer_offset DESC, record_index DESC.
+ * pod_hash is compared as the signed 64-bit integer SQLite stores. Text compares by
+ * bytes (BINARY), shorter first on a common prefix.
+ *
+ * Bounds: at most RD_MAX_WINDOWS windows per search, limit at most RD_MAX_LIMIT, RD_CACHE
+ * prepared statements kept per reader.
+ */
+#include "query/cp_query.h"
+#include "store/cp_hot.h"
+#include "store/hot/hot_internal.h"
+#include "store/read/reader_internal.h"
+#include "store/cp_stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define RD_CACHE 64
+#define RD_MAX_WINDOWS 8192
+#define RD_MAX_LIMIT 100000
+#define RD_MATCH_PTR "cp_hot_match"
+#define RD_NS_PTR "cp_hot_ns_set" /* a cp_call_filter whose ns_in cp_ns_ok() checks */
+
+/* A prepared statement and its SQL text (the cache key). */
+typedef struct rd_stmt {
+    uint64_t hash;
+    char *sql;
+    sqlite3_stmt *st;
+    uint64_t used;
+} rd_stmt;
+
+typedef struct sqlite_reader {
+    cp_reader base; /* first: the interface pointer is the object pointer */
+    sqlite3 *db;
+    rd_stmt cache[RD_CACHE]; /* statements not in use */
+    size_t ncache;
+    uint64_t tick;
+    cp_buf sql;              /* scratch for SQL text */
+    cp_buf needle;           /* lower-cased method substring */
+    int cold;                /* the catalog has the cold tier's tables (migration 3) */
+    int depth;               /* nested read transactions (one BEGIN for all) */
+    int rollups;             /* the catalog has hot_rollups (migration 5) */
+    char err[256];
+} sqlite_reader;
+
+static int rd_fail(sqlite_reader *r, const char *what)
+{
+    snprintf(r->err, sizeof r->err, "%s: %s", what, sqlite3_errmsg(r->db));
+    return CP_EIO;
+}
+
+static int rd_oom(sqlite_reader *r)
+{
+    snprintf(r->err, sizeof r->err, "out of memory");
+    return CP_ENOMEM;
+}
+
+/* ---- statement cache ------------------------------------------------------------------------ */
+
+static uint64_t fnv64(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Takes the statement for sql out of the cache, or prepares it. */
+static int stmt_get(sqlite_reader *r, const char *sql, rd_stmt *out)
+{
+    uint64_t h = fnv64(sql);
+    for (size_t i = 0; i < r->ncache; i++) {
+        if (r->cache[i].hash == h && !strcmp(r->cache[i].sql, sql)) {
+            *out = r->cache[i];
+            r->cache[i] = r->cache[--r->ncache];
+            return CP_OK;
+        }
+    }
+    memset(out, 0, sizeof *out);
+    out->hash = h;
+    out->sql = strdup(sql);
+    if (!out->sql) return rd_oom(r);
+    if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &out->st, NULL) != SQLITE_OK) {
+        int st = rd_fail(r, "prepare");
+        sqlite3_finalize(out->st);
+        free(out->sql);
+        memset(out, 0, sizeof *out);
+        return st;
+    }
+    return CP_OK;
+}
+
+/* Gives a statement back: reset and cached (the least recently used one is dropped when
+ * the cache is full), or finalized if it failed (its table may be gone). */
+static void stmt_put(sqlite_reader *r, rd_stmt *q, int ok)
+{
+    if (!q->sql) return;
+    sqlite3_reset(q->st);
+    sqlite3_clear_bindings(q->st);
+    if (!ok) {
+        sqlite3_finalize(q->st);
+        free(q->sql);
+    } else {
+        if (r->ncache == RD_CACHE) {
+            size_t lru = 0;
+            for (size_t i = 1; i < r->ncache; i++)
+                if (r->cache[i].used < r->cache[lru].used) lru = i;
+            sqlite3_finalize(r->cache[lru].st);
+            free(r->cache[lru].sql);
+            r->cache[lru] = r->cache[--r->ncache];
+        }
+        q->used = ++r->tick;
+        r->cache[r->ncache++] = *q;
+    }
+    memset(q, 0, sizeof *q);
+}
+
+/* The read transaction around one operation: one snapshot for every window. */
+static int txn_begin(sqlite_reader *r)
+{
+    if (r->depth++ > 0) return CP_OK; /* inside a snapshot (rd_snapshot) */
+    if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK) return CP_OK;
+    r->depth--;
+    return rd_fail(r, "begin");
+}
+
+static void txn_end(sqlite_reader *r)
+{
+    if (r->depth > 0 && --r->depth == 0) sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+}
+
+static int rd_snapshot(cp_reader *base, int begin)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    if (begin) return txn_begin(r);
+    txn_end(r);
+    return CP_OK;
+}
+
+/* ---- rows -> cp_call -------------------------------------------------------------------------- */
+
+#define RD_COLUMNS                                                                                             \
+    "time, duration, cpu_time, wait_time, memory_used, non_blocking, queue_wait_duration, suspend_duration,"   \
+    " calls, transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written,"      \
+    " namespace, service_name, pod_name, restart_time, method, method_name, thread, params, error,"            \
+    " trace_file_index, buffer_offset, record_index, pod_hash, trace_reason, id"
+
+enum {
+    C_TIME, C_DURATION, C_CPU, C_WAIT, C_MEMORY, C_NONBLOCKING, C_QUEUE, C_SUSPEND, C_CALLS, C_TRANSACTIONS,
+    C_LOGS_GENERATED, C_LOGS_WRITTEN, C_FILE_READ, C_FILE_WRITTEN, C_NET_READ, C_NET_WRITTEN, C_NS, C_SERVICE,
+    C_POD, C_RESTART, C_METHOD_ID, C_METHOD, C_THREAD, C_PARAMS, C_ERROR, C_TFI, C_BO, C_RI, C_POD_HASH,
+    C_TRACE_REASON, C_ID
+};
+
+/* Sort column -> SQL column and its position in RD_COLUMNS. */
+static const struct {
+    const char *name;
+    int col;
+} sort_cols[CP_SORT_COUNT] = {
+    [CP_SORT_TS] = {"time", C_TIME},
+    [CP_SORT_DURATION] = {"duration", C_DURATION},
+    [CP_SORT_CPU] = {"cpu_time", C_CPU},
+    [CP_SORT_WAIT] = {"wait_time", C_WAIT},
+    [CP_SORT_MEMORY] = {"memory_used", C_MEMORY},
+    [CP_SORT_SUSPEND] = {"suspend_duration", C_SUSPEND},
+    [CP_SORT_CALLS] = {"calls", C_CALLS},
+    [CP_SORT_TRANSACTIONS] = {"transactions", C_TRANSACTIONS},
+    [CP_SORT_QUEUE] = {"queue_wait_duration", C_QUEUE},
+    [CP_SORT_LOGS_GENERATED] = {"logs_generated", C_LOGS_GENERATED},
+    [CP_SORT_LOGS_WRITTEN] = {"logs_written", C_LOGS_WRITTEN},
+    [CP_SORT_FILE_READ] = {"file_read", C_FILE_READ},
+    [CP_SORT_FILE_WRITTEN] = {"file_written", C_FILE_WRITTEN},
+    [CP_SORT_NET_READ] = {"net_read", C_NET_READ},
+    [CP_SORT_NET_WRITTEN] = {"net_written", C_NET_WRITTEN},
+    [CP_SORT_METHOD] = {"method_name", C_METHOD},
+    [CP_SORT_NAMESPACE] = {"namespace", C_NS},
+    [CP_SORT_SERVICE] = {"service_name", C_SERVICE},
+    [CP_SORT_POD] = {"pod_name", C_POD},
+    [CP_SORT_RESTART] = {"restart_time", C_RESTART},
+    [CP_SORT_THREAD] = {"thread", C_THREAD},
+    [CP_SORT_ERROR] = {"error", C_ERROR},
+};
+
+static const char *col_text(sqlite3_stmt *s, int i, size_t *len)
+{
+    const char *p = (const char *)sqlite3_column_text(s, i);
+    *len = (size_t)sqlite3_column_bytes(s, i);
+    return p ? p : "";
+}
+
+/* Fills c from the current row of a RD_COLUMNS query; pointers are valid until the
+ * statement moves. */
+static void row_to_call(sqlite3_stmt *s, cp_call *c)
+{
+    memset(c, 0, sizeof *c);
+    c->ts_ms = sqlite3_column_int64(s, C_TIME);
+    c->duration_ms = sqlite3_column_int(s, C_DURATION);
+    c->cpu_time = sqlite3_column_int64(s, C_CPU);
+    c->wait_time = sqlite3_column_int64(s, C_WAIT);
+    c->memory_used = sqlite3_column_int64(s, C_MEMORY);
+    c->non_blocking = sqlite3_column_int64(s, C_NONBLOCKING);
+    c->queue_wait_ms = sqlite3_column_int(s, C_QUEUE);
+    c->suspend_ms = sqlite3_column_int(s, C_SUSPEND);
+    c->calls = sqlite3_column_int(s, C_CALLS);
+    c->transactions = sqlite3_column_int64(s, C_TRANSACTIONS);
+    c->logs_generated = sqlite3_column_int(s, C_LOGS_GENERATED);
+    c->logs_written = sqlite3_column_int(s, C_LOGS_WRITTEN);
+    c->file_read = sqlite3_column_int64(s, C_FILE_READ);
+    c->file_written = sqlite3_column_int64(s, C_FILE_WRITTEN);
+    c->net_read = sqlite3_column_int64(s, C_NET_READ);
+    c->net_written = sqlite3_column_int64(s, C_NET_WRITTEN);
+    c->ns = col_text(s, C_NS, &c->ns_len);
+    c->service = col_text(s, C_SERVICE, &c->service_len);
+    c->pod = col_text(s, C_POD, &c->pod_len);
+    c->restart_ms = sqlite3_column_int64(s, C_RESTART);
+    c->method_id = sqlite3_column_int(s, C_METHOD_ID);
+    c->method = col_text(s, C_METHOD, &c->method_len);
+    c->thread = col_text(s, C_THREAD, &c->thread_len);
+    c->params_json = col_text(s, C_PARAMS, &c->params_json_len);
+    c->error = sqlite3_column_int(s, C_ERROR) != 0;
+    c->trace_file_index = sqlite3_column_int(s, C_TFI);
+    c->buffer_offset = sqlite3_column_int(s, C_BO);
+    c->record_index = sqlite3_column_int(s, C_RI);
+    c->trace_reason = (const char *)sqlite3_column_text(s, C_TRACE_REASON); /* NULL when it has a trace */
+}
+
+/* ---- cp_match(): the search's extra predicate, inside the query ------------------------------- */
+
+typedef struct rd_match {
+    int (*match)(void *ud, const cp_call_view *v);
+    void *ud;
+    const char *needle; /* lower-case ASCII folded method substring, or NULL */
+    size_t needle_len;
+    uint64_t scanned, max_scan;
+    int over;           /* max_scan reached: the query was stopped */
+} rd_match;
+
+
+/* cp_match(ctx, method_name, pod_name, params): counts the row against max_scan (an error
+ * stops the query when over), then the method substring, then the caller's predicate. */
+static void fn_match(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    rd_match *m = sqlite3_value_pointer(argv[0], RD_MATCH_PTR);
+    if (!m) {
+        sqlite3_result_error(cx, "cp_match: no search context", -1);
+        return;
+    }
+    if (m->max_scan && m->scanned >= m->max_scan) {
+        m->over = 1;
+        sqlite3_result_error(cx, "cp_match: scan budget reached", -1);
+        return;
+    }
+    m->scanned++;
+    cp_call_view v;
+    v.method = (const char *)sqlite3_value_text(argv[1]);
+    v.method_len = (size_t)sqlite3_value_bytes(argv[1]);
+    if (!v.method) v.method = "";
+    if (m->needle && !cp_ci_contains(v.method, v.method_len, m->needle, m->needle_len)) {
+        sqlite3_result_int(cx, 0);
+        return;
+    }
+    if (m->match) {
+        v.pod = (const char *)sqlite3_value_text(argv[2]);
+        v.pod_len = (size_t)sqlite3_value_bytes(argv[2]);
+        v.params_json = (const char *)sqlite3_value_text(argv[3]);
+        v.params_json_len = (size_t)sqlite3_value_bytes(argv[3]);
+        if (!v.pod) v.pod = "";
+        if (!v.params_json) v.params_json = "";
+        sqlite3_result_int(cx, m->match(m->ud, &v) ? 1 : 0);
+        return;
+    }
+    sqlite3_result_int(cx, 1);
+}
+
+/* cp_ns_ok(filter, namespace): 1 if the row's namespace is in the filter's ns_limited set
+ * (issue 17: the namespaces the asker may see). */
+static void fn_ns_ok(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const cp_call_filter *f = sqlite3_value_pointer(argv[0], RD_NS_PTR);
+    if (!f) {
+        sqlite3_result_error(cx, "cp_ns_ok: no filter", -1);
+        return;
+    }
+    const char *ns = (const char *)sqlite3_value_text(argv[1]);
+    size_t len = (size_t)sqlite3_value_bytes(argv[1]);
+    sqlite3_result_int(cx, cp_call_filter_ns_ok(f, ns ? ns : "", ns ? len : 0));
+}
+
+/* ---- search: one cursor per window ------------------------------------------------------------ */
+
+/* A time-sorted page filtered by namespace or pod walks the window's pod index once per
+ * matching pod (a merge of at most this many ranges); more pods: the time index. */
+#define RD_MAX_POD_ARMS 64
+
+typedef struct rd_cursor {
+    char name[CP_HOT_NAME_LEN]; /* calls_YYYYMMDD_HHMM */
+    int64_t start, end, rows;   /* from inventory */
+    rd_stmt q;                  /* the window's query once opened */
+    int has_row;
+    cp_rowkey key;              /* the current row's position in the order */
+} rd_cursor;
+
+typedef struct rd_search {
+    sqlite_reader *r;
+    const cp_call_filter *f;
+    int64_t from, to;           /* the range, narrowed by a time keyset */
+    int text;                   /* the sort column is text */
+    int use_fn;                 /* the queries call cp_match() */
+    rd_match m;
+    rd_cursor *cur;
+    size_t ncur, opened;        /* windows listed; windows opened (in list order) */
+    cp_idxheap heap;            /* cursor indexes, best row first */
+    uint64_t fetched;           /* rows read from the cursors */
+    /* the window being opened, walked per pod (see window_pods) */
+    int by_pod;
+    size_t npods;
+    int64_t pods[RD_MAX_POD_ARMS];
+} rd_search;
+
+/* The heap's order: 1 if cursor a's row comes before cursor b's. */
+static int cur_less(void *ud, size_t a, size_t b)
+{
+    const rd_search *s = ud;
+    return cp_rowkey_cmp(&s->cur[a].key, &s->cur[b].key, s->text, s->f->desc) < 0;
+}
+
+/* Moves a cursor to its next row and reads the row's key. A query stopped by the scan
+ * budget ends the cursor (the search becomes partial); other errors are errors. */
+static int cur_step(rd_search *s, rd_cursor *c)
+{
+    sqlite3_stmt *q = c->q.st;
+    int rc = sqlite3_step(q);
+    c->has_row = rc == SQLITE_ROW;
+    if (rc == SQLITE_ROW) {
+        s->fetched++;
+        int col = sort_cols[s->f->sort].col;
+        if (s->text) c->key.text = col_text(q, col, &c->key.text_len);
+        else c->key.num = sqlite3_column_int64(q, col);
+        c->key.time = sqlite3_column_int64(q, C_TIME);
+        c->key.restart = sqlite3_column_int64(q, C_RESTART);
+        c->key.pod_hash = sqlite3_column_int64(q, C_POD_HASH);
+        c->key.tfi = sqlite3_column_int64(q, C_TFI);
+        c->key.bo = sqlite3_column_int64(q, C_BO);
+        c->key.ri = sqlite3_column_int64(q, C_RI);
+        return CP_OK;
+    }
+    if (rc == SQLITE_DONE || s->m.over) return CP_OK;
+    return rd_fail(s->r, "search");
+}
+
+/* Which index a window's query should walk (INDEXED BY), or NULL for the planner's
+ * choice. The sort column's index returns rows in order, so it reads about limit / f
+ * rows when a fraction f of the window is in range; the time index reads the f * rows
+ * in range and sorts them. */
+static const char *pick_index(const rd_search *s, const rd_cursor *c, int partial)
+{
+    if (s->f->sort == CP_SORT_TS) return "time";
+    if (s->f->sort == CP_SORT_DURATION) {
+        if (!partial) return "duration";
+        if (c->end <= c->start) return "time"; /* not a window the writer made */
+        double lo = (double)(s->from > c->start ? s->from : c->start);
+        double hi = (double)(s->to < c->end ? s->to : c->end);
+        double frac = (hi - lo) / (double)(c->end - c->start);
+        if (frac <= 0) return "time";
+        return ((double)s->f->limit + 1) / frac < (double)c->rows * frac ? "duration" : "time";
+    }
+    return partial ? "time" : NULL; /* a whole window: a plain scan beats any index */
+}
+
+/* The keyset predicate: rows strictly after f->after. ?8 = sort value, ?9 time, ?10
+ * restart, ?11 pod_hash, ?12..?14 the trace position. The bare bound on the sort column
+ * is redundant but lets SQLite start the index walk at the key. */
+static int sql_keyset(cp_buf *b, const cp_call_filter *f)
+{
+    static const char ref[] = "(restart_time, pod_hash, trace_file_index, buffer_offset, record_index)"
+                              " < (?10, ?11, ?12, ?13, ?14)";
+    static const char tref[] = "(time, restart_time, pod_hash, trace_file_index, buffer_offset, record_index)"
+                               " < (?9, ?10, ?11, ?12, ?13, ?14)";
+    const char *col = sort_cols[f->sort].name;
+    if (f->sort == CP_SORT_TS && f->desc) return cp_buf_printf(b, " AND time <= ?9 AND %s", tref);
+    if (f->sort == CP_SORT_TS) return cp_buf_printf(b, " AND time >= ?9 AND (time > ?9 OR (time = ?9 AND %s))", ref);
+    if (f->desc)
+        return cp_buf_printf(b,
+                             " AND %s <= ?8 AND (%s, time, restart_time, pod_hash, trace_file_index, buffer_offset,"
+                             " record_index) < (?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                             col, col);
+    return cp_buf_printf(b, " AND %s >= ?8 AND (%s > ?8 OR (%s = ?8 AND %s))", col, col, col, tref);
+}
+
+/* The ORDER BY of a window query (cp_sort_key's order). */
+static int sql_order(cp_buf *b, const cp_call_filter *f)
+{
+    const char *dir = f->desc ? "DESC" : "ASC";
+    int st = f->sort == CP_SORT_TS ? cp_buf_printf(b, " ORDER BY time %s", dir)
+                                   : cp_buf_printf(b, " ORDER BY %s %s, time DESC", sort_cols[f->sort].name, dir);
+    if (st == CP_OK)
+        st = cp_buf_puts(b, ", restart_time DESC, pod_hash DESC, trace_file_index DESC, buffer_offset DESC,"
+                            " record_index DESC LIMIT ?16");
+    return st;
+}
+
+/* The conditions every row of a window query must meet (after the WHERE). */
+static int sql_conds(const rd_search *s, int partial, cp_buf *b)
+{
+    const cp_call_filter *f = s->f;
+    int st = CP_OK;
+    if (st == CP_OK && partial) st = cp_buf_puts(b, " AND time >= ?1 AND time < ?2");
+    if (st == CP_OK && f->ns) st = cp_buf_puts(b, " AND namespace = ?3");
+    if (st == CP_OK && f->ns_limited) st = cp_buf_puts(b, " AND cp_ns_ok(?17, namespace)");
+    if (st == CP_OK && f->service) st = cp_buf_puts(b, " AND service_name = ?4");
+    if (st == CP_OK && f->pod) st = cp_buf_puts(b, " AND pod_name = ?5");
+    if (st == CP_OK && f->min_duration_ms > 0) st = cp_buf_puts(b, " AND duration >= ?6");
+    if (st == CP_OK && f->max_duration_ms < INT64_MAX) st = cp_buf_puts(b, " AND duration <= ?7");
+    if (st == CP_OK && f->errors_only) st = cp_buf_puts(b, " AND error <> 0");
+    if (st == CP_OK && f->after) st = sql_keyset(b, f);
+    /* last, so the cheap SQL filters run first */
+    if (st == CP_OK && s->use_fn) st = cp_buf_puts(b, " AND cp_match(?15, method_name, pod_name, params)");
+    return st;
+}
+
+/* The pod-walk query of one window: per pod of s->pods, its rows newest (or oldest)
+ * first through the pod index, merged by the compound's ORDER BY. Each arm reads at most
+ * limit + 1 rows, however rare or frequent its pod. ?18.. are the pod hashes. */
+static int sql_window_pods(const rd_search *s, const rd_cursor *c, int partial, cp_buf *b)
+{
+    int st = CP_OK;
+    for (size_t i = 0; st == CP_OK && i < s->npods; i++) {
+        if (i) st = cp_buf_puts(b, " UNION ALL ");
+        if (st == CP_OK && s->npods > 1) st = cp_buf_puts(b, "SELECT * FROM (");
+        if (st == CP_OK)
+            st = cp_buf_printf(b, "SELECT " RD_COLUMNS " FROM %s INDEXED BY %s_pod WHERE pod_hash = ?%zu", c->name,
+                               c->name, 18 + i);
+        if (st == CP_OK) st = sql_conds(s, partial, b);
+        if (st == CP_OK) st = sql_order(b, s->f);
+        if (st == CP_OK && s->npods > 1) st = cp_buf_putc(b, ')');
+    }
+    if (st == CP_OK && s->npods > 1) st = sql_order(b, s->f);
+    return st;
+}
+
+/* The query of one window. Parameters: ?1/?2 range, ?3..?5 names, ?6/?7 duration
+ * bounds, ?8..?14 keyset, ?15 the cp_match context, ?16 the row limit, ?17 the
+ * namespace set (cp_ns_ok). */
+static int sql_window(const rd_search *s, const rd_cursor *c, cp_buf *b)
+{
+    const cp_call_filter *f = s->f;
+    int partial = s->from > c->start || s->to < c->end;
+    cp_buf_reset(b);
+    int st;
+    if (s->by_pod) {
+        st = sql_window_pods(s, c, partial, b);
+    } else {
+        const char *ix = pick_index(s, c, partial);
+        st = cp_buf_printf(b, "SELECT " RD_COLUMNS " FROM %s", c->name);
+        if (st == CP_OK && ix) st = cp_buf_printf(b, " INDEXED BY %s_%s", c->name, ix);
+        if (st == CP_OK) st = cp_buf_puts(b, " WHERE 1");
+        if (st == CP_OK) st = sql_conds(s, partial, b);
+        if (st == CP_OK) st = sql_order(b, f);
+    }
+    if (st == CP_OK) st = cp_buf_putc(b, 0);
+    return st;
+}
+
+static void bind_str(sqlite3_stmt *q, int i, const char *p)
+{
+    if (p) sqlite3_bind_text(q, i, p, -1, SQLITE_STATIC);
+}
+
+/* Binds every parameter a window query may use (unused ones are harmless). */
+static void bind_window(rd_search *s, sqlite3_stmt *q)
+{
+    const cp_call_filter *f = s->f;
+    sqlite3_bind_int64(q, 1, s->from);
+    sqlite3_bind_int64(q, 2, s->to);
+    bind_str(q, 3, f->ns);
+    bind_str(q, 4, f->service);
+    bind_str(q, 5, f->pod);
+    sqlite3_bind_int64(q, 6, f->min_duration_ms);
+    sqlite3_bind_int64(q, 7, f->max_duration_ms);
+    if (f->after) {
+        const cp_sort_key *k = f->after;
+        size_t tl = k->text_len < sizeof k->text ? k->text_len : sizeof k->text - 1;
+        if (s->text) sqlite3_bind_text(q, 8, k->text, (int)tl, SQLITE_STATIC);
+        else sqlite3_bind_int64(q, 8, k->num);
+        sqlite3_bind_int64(q, 9, k->ref.ts_ms);
+        sqlite3_bind_int64(q, 10, k->ref.restart_ms);
+        sqlite3_bind_int64(q, 11, (int64_t)k->ref.pod_hash);
+        sqlite3_bind_int(q, 12, k->ref.trace_file_index);
+        sqlite3_bind_int(q, 13, k->ref.buffer_offset);
+        sqlite3_bind_int(q, 14, k->ref.record_index);
+    }
+    if (s->use_fn) sqlite3_bind_pointer(q, 15, &s->m, RD_MATCH_PTR, NULL);
+    if (f->ns_limited) sqlite3_bind_pointer(q, 17, (void *)f, RD_NS_PTR, NULL);
+    sqlite3_bind_int64(q, 16, (int64_t)f->limit + 1);
+    for (size_t i = 0; s->by_pod && i < s->npods; i++) sqlite3_bind_int64(q, 18 + (int)i, s->pods[i]);
+}
+
+/* Decides whether the window about to be opened is walked per pod: a time-sorted page
+ * filtered by namespace or pod, and call_counts (written in the same transactions as the
+ * rows) lists the window's pods. Sets s->by_pod, s->pods/npods (the matching pods'
+ * hashes, as stored: signed). *none = 1 when the list says no pod of the window matches.
+ * A window without counts (from before they existed) or with too many matching pods
+ * keeps the time index. */
+static int window_pods(rd_search *s, const rd_cursor *c, int *none)
+{
+    const cp_call_filter *f = s->f;
+    s->by_pod = 0;
+    s->npods = 0;
+    *none = 0;
+    if (f->sort != CP_SORT_TS || (!f->ns && !f->pod)) return CP_OK;
+    rd_stmt q;
+    int st = stmt_get(s->r, "SELECT namespace, pod_name FROM call_counts WHERE window_start = ?1", &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, c->start);
+    size_t listed = 0, n = 0;
+    int rc, many = 0;
+    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        listed++;
+        size_t nl, pl;
+        const char *ns = col_text(q.st, 0, &nl), *pod = col_text(q.st, 1, &pl);
+        if ((f->ns && strcmp(ns, f->ns)) || (f->pod && strcmp(pod, f->pod))) continue;
+        int64_t h = (int64_t)cp_pod_hash(ns, nl, pod, pl);
+        size_t i = 0;
+        while (i < n && s->pods[i] != h) i++; /* one row per restart: the same pod again */
+        if (i < n) continue;
+        if (n == RD_MAX_POD_ARMS) {
+            many = 1;
+            break;
+        }
+        s->pods[n++] = h;
+    }
+    if (!many && rc != SQLITE_DONE) st = rd_fail(s->r, "window pods");
+    stmt_put(s->r, &q, st == CP_OK);
+    if (st != CP_OK || many || !listed) return st;
+    s->npods = n;
+    s->by_pod = n > 0;
+    *none = n == 0;
+    return CP_OK;
+}
+
+/* Runs the window query of the next listed cursor and puts its first row in the heap. */
+static int cur_open(rd_search *s)
+{
+    rd_cursor *c = &s->cur[s->opened++];
+    if (s->m.over) return CP_OK; /* the budget is spent: nothing more is read */
+    int none, st = window_pods(s, c, &none);
+    if (st != CP_OK || none) return st;
+    if (sql_window(s, c, &s->r->sql) != CP_OK) return rd_oom(s->r);
+    st = stmt_get(s->r, (const char *)s->r->sql.data, &c->q);
+    if (st != CP_OK) return st;
+    bind_window(s, c->q.st);
+    st = cur_step(s, c);
+    if (st == CP_OK && c->has_row) cp_idxheap_push(&s->heap, (size_t)(c - s->cur));
+    return st;
+}
+
+/* Time order: the next window (listed in time order) can only hold rows that come before
+ * the best row so far when its time span reaches that row's time. */
+static int cur_open_due(rd_search *s)
+{
+    while (s->opened < s->ncur) {
+        const rd_cursor *next = &s->cur[s->opened];
+        if (s->heap.n) {
+            int64_t t = s->cur[cp_idxheap_top(&s->heap)].key.time;
+            if (s->f->desc ? t >= next->end : t < next->start) return CP_OK;
+        }
+        int st = cur_open(s);
+        if (st != CP_OK) return st;
+    }
+    return CP_OK;
+}
+
+/* Lists the windows overlapping [from, to) that have rows, in the order a time-sorted
+ * search needs them. */
+static int list_windows(rd_search *s)
+{
+    sqlite_reader *r = s->r;
+    const char *order = s->f->sort == CP_SORT_TS && !s->f->desc ? "start_time ASC" : "end_time DESC";
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT table_name, start_time, end_time, rows_count FROM inventory"
+                      " WHERE table_type = 'calls' AND status IN ('ready', 'persisting') AND rows_count > 0"
+                      " AND start_time < ?2 AND end_time > ?1 ORDER BY %s",
+                      order) != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt q;
+    int st = stmt_get(r, (const char *)r->sql.data, &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, s->from);
+    sqlite3_bind_int64(q.st, 2, s->to);
+    size_t cap = 0;
+    int rc;
+    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q.st, 0);
+        if (!name || !cp_hot_calls_name_ok(name)) continue; /* not ours: never spliced into SQL */
+        if (s->ncur == RD_MAX_WINDOWS) {
+            snprintf(r->err, sizeof r->err, "the time range spans more than %d windows", RD_MAX_WINDOWS);
+            st = CP_ELIMIT;
+            break;
+        }
+        if (s->ncur == cap) {
+            cap = cap ? cap * 2 : 16;
+            rd_cursor *nc = realloc(s->cur, cap * sizeof *nc);
+            size_t *nh = realloc(s->heap.v, cap * sizeof *nh);
+            if (nc) s->cur = nc;
+            if (nh) s->heap.v = nh;
+            if (!nc || !nh) {
+                st = rd_oom(r);
+                break;
+            }
+        }
+        rd_cursor *c = &s->cur[s->ncur++];
+        memset(c, 0, sizeof *c);
+        snprintf(c->name, sizeof c->name, "%s", name);
+        c->start = sqlite3_column_int64(q.st, 1);
+        c->end = sqlite3_column_int64(q.st, 2);
+        c->rows = sqlite3_column_int64(q.st, 3);
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "list windows");
+    stmt_put(r, &q, st == CP_OK);
+    return st;
+}
+
+/* Checks the filter and derives the search's range (a time keyset narrows it). 1 when
+ * nothing can match. */
+static int search_setup(rd_search *s, const cp_call_filter *f, int *empty)
+{
+    sqlite_reader *r = s->r;
+    if ((unsigned)f->sort >= CP_SORT_COUNT || f->limit > RD_MAX_LIMIT) {
+        snprintf(r->err, sizeof r->err, "bad search: sort column %d, limit %zu (at most %d)", (int)f->sort,
+                 f->limit, RD_MAX_LIMIT);
+        return CP_EINVAL;
+    }
+    if (f->after && (f->after->col != f->sort || !f->after->desc != !f->desc)) {
+        snprintf(r->err, sizeof r->err, "bad search: the keyset is for another sort order");
+        return CP_EINVAL;
+    }
+    s->f = f;
+    s->from = f->from_ms;
+    s->to = f->to_ms;
+    s->text = cp_sort_is_text(f->sort);
+    if (f->after && f->sort == CP_SORT_TS) {
+        int64_t t = f->after->ref.ts_ms;
+        if (f->desc && t < INT64_MAX && t + 1 < s->to) s->to = t + 1;
+        if (!f->desc && t > s->from) s->from = t;
+    }
+    *empty = s->from >= s->to || (f->ns_limited && f->nns_in == 0);
+    s->m.match = f->match;
+    s->m.ud = f->match_ud;
+    s->m.max_scan = f->max_scan;
+    if (f->method_substr) {
+        size_t n = strlen(f->method_substr);
+        if (cp_rd_fold_into(&r->needle, f->method_substr, n) != CP_OK) return rd_oom(r);
+        s->m.needle = (const char *)r->needle.data;
+        s->m.needle_len = n;
+    }
+    s->use_fn = f->match || f->method_substr || f->max_scan;
+    return CP_OK;
+}
+
+/* The k-way merge: hands over rows best first until limit, then looks for one more. */
+static int search_merge(rd_search *s, cp_call_fn fn, void *ud, cp_search_stats *stats)
+{
+    int lazy = s->f->sort == CP_SORT_TS;
+    int st = CP_OK;
+    while (!lazy && st == CP_OK && s->opened < s->ncur) st = cur_open(s);
+    size_t emitted = 0;
+    while (st == CP_OK) {
+        if (lazy && (st = cur_open_due(s)) != CP_OK) break;
+        if (!s->heap.n) break;
+        if (emitted == s->f->limit) {
+            stats->more = 1;
+            break;
+        }
+        rd_cursor *c = &s->cur[cp_idxheap_top(&s->heap)];
+        cp_call call;
+        row_to_call(c->q.st, &call);
+        int u = fn(ud, &call);
+        if (u) return u;
+        emitted++;
+        st = cur_step(s, c);
+        if (st != CP_OK) break;
+        if (c->has_row) cp_idxheap_down(&s->heap, 0);
+        else cp_idxheap_pop(&s->heap);
+    }
+    return st;
+}
+
+static int rd_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn fn, void *ud,
+                           cp_search_stats *stats)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    cp_search_stats dummy;
+    if (!stats) stats = &dummy;
+    memset(stats, 0, sizeof *stats);
+    rd_search s;
+    memset(&s, 0, sizeof s);
+    s.r = r;
+    s.heap.less = cur_less;
+    s.heap.ud = &s;
+    int empty = 0;
+    int st = search_setup(&s, f, &empty);
+    if (st != CP_OK || empty) return st;
+    st = txn_begin(r);
+    if (st != CP_OK) return st;
+    st = list_windows(&s);
+    if (st == CP_OK) st = search_merge(&s, fn, ud, stats);
+    for (size_t i = 0; i < s.opened; i++) stmt_put(r, &s.cur[i].q, st != CP_EIO);
+    txn_end(r);
+    stats->windows = s.opened;
+    stats->scanned = s.use_fn ? s.m.scanned : s.fetched;
+    if (s.m.over) stats->partial = stats->more = 1;
+    free(s.cur);
+    free(s.heap.v);
+    return st;
+}
+
+/* ---- get ---------------------------------------------------------------------------------------- */
+
+/* Names of the window tables whose span holds ts: normally one, more after a window
+ * length change, plus the window's late batches (calls_<suffix>_<n>). *names is
+ * malloc'ed (CP_HOT_NAME_LEN bytes each). */
+static int windows_at(sqlite_reader *r, int64_t ts, char (**names)[CP_HOT_NAME_LEN], size_t *n)
+{
+    rd_stmt q;
+    int st = stmt_get(r,
+                      "SELECT table_name FROM inventory WHERE table_type = 'calls'"
+                      " AND status IN ('ready', 'persisting') AND start_time <= ?1 AND end_time > ?1"
+                      " ORDER BY start_time DESC, table_name",
+                      &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, ts);
+    *n = 0;
+    size_t cap = 0;
+    int rc;
+    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q.st, 0);
+        if (!name || !cp_hot_calls_name_ok(name)) continue;
+        if (*n == RD_MAX_WINDOWS) break;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 4;
+            char(*v)[CP_HOT_NAME_LEN] = realloc(*names, cap * sizeof *v);
+            if (!v) {
+                st = rd_oom(r);
+                break;
+            }
+            *names = v;
+        }
+        snprintf((*names)[(*n)++], CP_HOT_NAME_LEN, "%s", name);
+    }
+    if (st == CP_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) st = rd_fail(r, "windows of a call");
+    stmt_put(r, &q, st == CP_OK);
+    return st;
+}
+
+/* The call's trace blob (its row's trace column, by row id). */
+static int trace_of(sqlite_reader *r, const char *calls_name, sqlite3_int64 id, rd_stmt *q, cp_call *c)
+{
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql, "SELECT trace FROM %s WHERE id = ?1", calls_name) !=
+            CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    int st = stmt_get(r, (const char *)r->sql.data, q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q->st, 1, id);
+    int rc = sqlite3_step(q->st);
+    if (rc == SQLITE_ROW) {
+        c->trace = sqlite3_column_blob(q->st, 0);
+        c->trace_len = (size_t)sqlite3_column_bytes(q->st, 0);
+        if (!c->trace) c->trace_len = 0;
+    } else if (rc != SQLITE_DONE) {
+        return rd_fail(r, "trace lookup");
+    }
+    return CP_OK;
+}
+
+/* Looks the call up in one window; *found when it is there (fn has been called). */
+static int get_in(sqlite_reader *r, const char *name, const cp_call_ref *ref, int with_trace, cp_call_fn fn,
+                  void *ud, int *found)
+{
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT " RD_COLUMNS " FROM %s INDEXED BY %s_time WHERE time = ?1 AND restart_time = ?2"
+                      " AND pod_hash = ?3 AND trace_file_index = ?4 AND buffer_offset = ?5 AND record_index = ?6"
+                      " LIMIT 1",
+                      name, name) != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt q, t;
+    memset(&t, 0, sizeof t);
+    int st = stmt_get(r, (const char *)r->sql.data, &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, ref->ts_ms);
+    sqlite3_bind_int64(q.st, 2, ref->restart_ms);
+    sqlite3_bind_int64(q.st, 3, (int64_t)ref->pod_hash);
+    sqlite3_bind_int(q.st, 4, ref->trace_file_index);
+    sqlite3_bind_int(q.st, 5, ref->buffer_offset);
+    sqlite3_bind_int(q.st, 6, ref->record_index);
+    int rc = sqlite3_step(q.st);
+    if (rc == SQLITE_ROW) {
+        cp_call c;
+        row_to_call(q.st, &c);
+        if (with_trace) st = trace_of(r, name, sqlite3_column_int64(q.st, C_ID), &t, &c);
+        if (st == CP_OK) {
+            *found = 1;
+            st = fn(ud, &c);
+        }
+    } else if (rc != SQLITE_DONE) {
+        st = rd_fail(r, "call lookup");
+    }
+    stmt_put(r, &t, st != CP_EIO);
+    stmt_put(r, &q, st != CP_EIO);
+    return st;
+}
+
+static int rd_get(cp_reader *base, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    char(*names)[CP_HOT_NAME_LEN] = NULL;
+    size_t n = 0;
+    int found = 0;
+    int st = txn_begin(r);
+    if (st != CP_OK) return st;
+    st = windows_at(r, ref->ts_ms, &names, &n);
+    for (size_t i = 0; st == CP_OK && !found && i < n; i++) st = get_in(r, names[i], ref, with_trace, fn, ud, &found);
+    txn_end(r);
+    free(names);
+    if (st == CP_OK && !found) {
+        snprintf(r->err, sizeof r->err, "no such call");
+        return CP_ENOTFOUND;
+    }
+    return st;
+}
+
+/* ---- pods --------------------------------------------------------------------------------------- */
+
+/* Pod restarts active in [from, to) (active_since before to, last seen at or after from)
+ * or with calls in a window overlapping it; calls are summed over whole windows, so edge
+ * windows count entirely (window granularity). Restarts known only from call_counts (no
+ * pod_restarts row) are listed with first = last = restart time. A window is at most a
+ * day long, which bounds the window_start range scanned. */
+static const char pods_sql[] =
+    "WITH k AS (SELECT namespace, pod_name, restart_time, max(service_name) AS service_name, sum(calls) AS calls"
+    "  FROM call_counts WHERE window_start > ?1 - 86400000 AND window_start < ?2 AND window_end > ?1"
+    "  GROUP BY namespace, pod_name, restart_time)"
+    " SELECT r.namespace, r.service_name, r.pod_name, r.restart_time, coalesce(r.active_since, r.restart_time),"
+    "  coalesce(r.last_active, r.active_since, r.restart_time), coalesce(k.calls, 0)"
+    " FROM pod_restarts r LEFT JOIN k ON k.namespace = r.namespace AND k.pod_name = r.pod_name"
+    "  AND k.restart_time = r.restart_time"
+    " WHERE (r.active_since < ?2 AND coalesce(r.last_active, r.active_since) >= ?1) OR k.calls IS NOT NULL"
+    " UNION ALL"
+    " SELECT k.namespace, k.service_name, k.pod_name, k.restart_time, k.restart_time, k.restart_time, k.calls"
+    " FROM k WHERE NOT EXISTS (SELECT 1 FROM pod_restarts r WHERE r.pod_id = k.namespace || '/' || k.pod_name"
+    "  AND r.restart_time = k.restart_time)"
+    " ORDER BY 1, 2, 3, 4";
+
+static int rd_pods(cp_reader *base, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    int st = txn_begin(r);
+    if (st != CP_OK) return st;
+    rd_stmt q;
+    st = stmt_get(r, pods_sql, &q);
+    if (st != CP_OK) {
+        txn_end(r);
+        return st;
+    }
+    sqlite3_bind_int64(q.st, 1, from_ms);
+    sqlite3_bind_int64(q.st, 2, to_ms);
+    int rc;
+    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        cp_pod_row p;
+        size_t len;
+        p.ns = col_text(q.st, 0, &len);
+        p.service = col_text(q.st, 1, &len);
+        p.pod = col_text(q.st, 2, &len);
+        p.restart_ms = sqlite3_column_int64(q.st, 3);
+        p.first_ms = sqlite3_column_int64(q.st, 4);
+        p.last_ms = sqlite3_column_int64(q.st, 5);
+        p.calls = sqlite3_column_int64(q.st, 6);
+        if ((st = fn(ud, &p)) != 0) break;
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "pods");
+    stmt_put(r, &q, st != CP_EIO);
+    txn_end(r);
+    return st;
+}
+
+/* ---- dictionary words --------------------------------------------------------------------------- */
+
+static int rd_words(cp_reader *base, const char *ns, const char *pod, int64_t restart_ms, const int32_t *ids, size_t n,
+                    int (*fn)(void *ud, int32_t id, const char *text, size_t len), void *ud)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql, "%s/%s", ns, pod) != CP_OK || cp_buf_putc(&r->sql, 0) != CP_OK) return rd_oom(r);
+    char *pod_id = strdup((const char *)r->sql.data);
+    if (!pod_id) return rd_oom(r);
+    rd_stmt q;
+    /* one point lookup per id on the dictionary's unique (pod_id, restart_time, position) */
+    int st = stmt_get(r, "SELECT tag FROM dictionary WHERE pod_id = ?1 AND restart_time = ?2 AND position = ?3", &q);
+    for (size_t i = 0; st == CP_OK && i < n; i++) {
+        sqlite3_bind_text(q.st, 1, pod_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(q.st, 2, restart_ms);
+        sqlite3_bind_int(q.st, 3, ids[i]);
+        int rc = sqlite3_step(q.st);
+        if (rc == SQLITE_ROW) {
+            size_t len;
+            const char *t = col_text(q.st, 0, &len);
+            if (fn(ud, ids[i], t, len) != 0) st = CP_EABORT;
+        } else if (rc != SQLITE_DONE) {
+            st = rd_fail(r, "dictionary");
+        }
+        sqlite3_reset(q.st);
+    }
+    stmt_put(r, &q, st != CP_EIO);
+    free(pod_id);
+    return st == CP_EABORT ? CP_OK : st;
+}
+
+/* ---- bounds ------------------------------------------------------------------------------------- */
+
+/* min(time) or max(time) of one window table (an index edge). */
+static int window_edge(sqlite_reader *r, const char *name, int max, int64_t *v, int *has)
+{
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql, "SELECT %s(time) FROM %s", max ? "max" : "min", name) != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt q;
+    int st = stmt_get(r, (const char *)r->sql.data, &q);
+    if (st != CP_OK) return st;
+    int rc = sqlite3_step(q.st);
+    *has = rc == SQLITE_ROW && sqlite3_column_type(q.st, 0) != SQLITE_NULL;
+    if (*has) *v = sqlite3_column_int64(q.st, 0);
+    if (rc != SQLITE_ROW) st = rd_fail(r, "window bounds");
+    stmt_put(r, &q, st == CP_OK);
+    return st;
+}
+
+/* Walks the windows from one end of time; stops when the next window cannot beat the
+ * value found (windows can overlap only after a window length change). */
+static int edge(sqlite_reader *r, int max, int64_t *out, int *found)
+{
+    rd_stmt q;
+    int st = stmt_get(r,
+                      max ? "SELECT table_name, start_time, end_time FROM inventory WHERE table_type = 'calls'"
+                            " AND status IN ('ready', 'persisting') AND rows_count > 0 ORDER BY end_time DESC"
+                          : "SELECT table_name, start_time, end_time FROM inventory WHERE table_type = 'calls'"
+                            " AND status IN ('ready', 'persisting') AND rows_count > 0 ORDER BY start_time ASC",
+                      &q);
+    if (st != CP_OK) return st;
+    *found = 0;
+    int rc;
+    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q.st, 0);
+        int64_t start = sqlite3_column_int64(q.st, 1), end = sqlite3_column_int64(q.st, 2);
+        if (*found && (max ? end <= *out + 1 : start >= *out)) break;
+        if (!name || !cp_hot_calls_name_ok(name)) continue;
+        int64_t v;
+        int has;
+        if ((st = window_edge(r, name, max, &v, &has)) != CP_OK) break;
+        if (has && (!*found || (max ? v > *out : v < *out))) *out = v, *found = 1;
+    }
+    if (st == CP_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) st = rd_fail(r, "bounds");
+    stmt_put(r, &q, st == CP_OK);
+    return st;
+}
+
+/* The smallest min_time and largest max_time of the completed calls files. */
+static int cold_edges(sqlite_reader *r, int64_t *lo, int64_t *hi, int *has)
+{
+    rd_stmt q;
+    int st = stmt_get(r,
+                      "SELECT min(min_time), max(max_time) FROM s3_files"
+                      " WHERE file_type = 'calls' AND status = 'completed'",
+                      &q);
+    if (st != CP_OK) return st;
+    int rc = sqlite3_step(q.st);
+    *has = rc == SQLITE_ROW && sqlite3_column_type(q.st, 0) != SQLITE_NULL &&
+           sqlite3_column_type(q.st, 1) != SQLITE_NULL;
+    if (*has) {
+        *lo = sqlite3_column_int64(q.st, 0);
+        *hi = sqlite3_column_int64(q.st, 1);
+    }
+    if (rc != SQLITE_ROW) st = rd_fail(r, "cold bounds");
+    stmt_put(r, &q, st == CP_OK);
+    return st;
+}
+
+static int rd_bounds(cp_reader *base, int64_t *min_ts, int64_t *max_ts)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    *min_ts = *max_ts = 0;
+    int st = txn_begin(r);
+    if (st != CP_OK) return st;
+    int has_min = 0, has_max = 0, has_cold = 0;
+    int64_t lo = 0, hi = 0, clo = 0, chi = 0;
+    st = edge(r, 0, &lo, &has_min);
+    if (st == CP_OK) st = edge(r, 1, &hi, &has_max);
+    if (st == CP_OK && r->cold) st = cold_edges(r, &clo, &chi, &has_cold);
+    txn_end(r);
+    if (st != CP_OK) return st;
+    if (!has_min || !has_max) has_min = has_max = 0;
+    if (has_cold) {
+        if (!has_min || clo < lo) lo = clo;
+        if (!has_max || chi > hi) hi = chi;
+        has_min = has_max = 1;
+    }
+    if (has_min) *min_ts = lo, *max_ts = hi;
+    return CP_OK;
+}
+
+/* ---- cold files ---------------------------------------------------------------------------------- */
+
+/* Adds the file ids a query of the inverted index returns (the first column) to set. */
+static int term_rows(sqlite_reader *r, sqlite3_stmt *q, cp_rd_strset *set)
+{
+    int rc, st = CP_OK;
+    while (st == CP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(q, 0);
+        if (id && cp_rd_strset_add(set, id, (size_t)sqlite3_column_bytes(q, 0)) != CP_OK) st = rd_oom(r);
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "inverted index");
+    return st;
+}
+
+/* The files of the range having a value of one inverted-index table that contains
+ * needle (folded) -> set. A file whose longest value of the param is no longer than the
+ * needle can only contain it as a whole value: those are found by an exact lookup of the
+ * index's key; the others (values longer, or files from before the lengths were kept) by
+ * a substring scan of their own values. */
+static int cold_term_table(sqlite_reader *r, const cp_cold_query *q, const char *table, const char *needle,
+                           const char *param, size_t param_len, cp_rd_strset *set)
+{
+    size_t nlen = strlen(needle);
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT file_id FROM \"%s\" WHERE value = ?1", table);
+    rd_stmt x;
+    int st = stmt_get(r, sql, &x);
+    if (st != CP_OK) return st;
+    sqlite3_bind_text(x.st, 1, needle, -1, SQLITE_STATIC);
+    st = term_rows(r, x.st, set);
+    stmt_put(r, &x, st == CP_OK);
+    if (st != CP_OK) return st;
+    /* the files that need the scan */
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT uuid, indexed_params, %s FROM s3_files WHERE file_type = 'calls'"
+                      " AND status = 'completed' AND start_time < ?2 AND end_time > ?1%s",
+                      r->rollups ? "indexed_maxlen" : "NULL", q->ns ? " AND namespace = ?3" : "") != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt f;
+    if ((st = stmt_get(r, (const char *)r->sql.data, &f)) != CP_OK) return st;
+    sqlite3_bind_int64(f.st, 1, q->from_ms);
+    sqlite3_bind_int64(f.st, 2, q->to_ms);
+    if (q->ns) sqlite3_bind_text(f.st, 3, q->ns, -1, SQLITE_STATIC);
+    cp_rd_strset slow;
+    memset(&slow, 0, sizeof slow);
+    int rc;
+    while (st == CP_OK && (rc = sqlite3_step(f.st)) == SQLITE_ROW) {
+        const char *uuid = (const char *)sqlite3_column_text(f.st, 0);
+        const char *names = (const char *)sqlite3_column_text(f.st, 1);
+        const char *maxlen = (const char *)sqlite3_column_text(f.st, 2);
+        if (!uuid || !names || !cp_rd_json_names_has(names, strlen(names), param, param_len)) continue;
+        int64_t longest = cp_rd_json_maxlen(maxlen, param, param_len);
+        if (longest >= 0 && (uint64_t)longest <= nlen) continue; /* the exact lookup decided */
+        if (cp_rd_strset_add(&slow, uuid, strlen(uuid)) != CP_OK) st = rd_oom(r);
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "cold files");
+    stmt_put(r, &f, st == CP_OK);
+    if (st == CP_OK && slow.n) {
+        snprintf(sql, sizeof sql, "SELECT file_id FROM \"%s\" WHERE file_id = ?1 AND instr(lower(value), ?2) > 0 LIMIT 1",
+                 table);
+        rd_stmt y;
+        st = stmt_get(r, sql, &y);
+        for (size_t i = 0; st == CP_OK && i < slow.n; i++) {
+            sqlite3_bind_text(y.st, 1, slow.v[i], -1, SQLITE_STATIC);
+            sqlite3_bind_text(y.st, 2, needle, -1, SQLITE_STATIC);
+            st = term_rows(r, y.st, set);
+            sqlite3_reset(y.st);
+        }
+        if (y.sql) stmt_put(r, &y, st == CP_OK);
+    }
+    cp_rd_strset_free(&slow);
+    return st;
+}
+
+/* The set of files that have a value matching term t: one query per inverted-index
+ * table whose param name equals t's (ASCII case-insensitively). */
+static int cold_term(sqlite_reader *r, const cp_cold_query *q, const cp_cold_param *t, cp_rd_strset *set)
+{
+    if (cp_rd_fold_into(&r->needle, t->value, t->value_len) != CP_OK) return rd_oom(r);
+    char *needle = strdup((const char *)r->needle.data);
+    if (!needle || cp_rd_fold_into(&r->needle, t->name, t->name_len) != CP_OK) {
+        free(needle);
+        return rd_oom(r);
+    }
+    /* lower() folds ASCII only, like the search */
+    rd_stmt s;
+    int st = stmt_get(r, "SELECT table_name FROM inverted_indexes WHERE lower(param_name) = ?1 ORDER BY 1", &s);
+    char(*tables)[CP_COLD_INV_NAME] = NULL;
+    size_t n = 0, cap = 0;
+    if (st == CP_OK) {
+        sqlite3_bind_text(s.st, 1, (const char *)r->needle.data, (int)r->needle.len, SQLITE_STATIC);
+        int rc;
+        while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
+            const char *name = (const char *)sqlite3_column_text(s.st, 0);
+            if (!cp_rd_inv_name_ok(name)) continue; /* not ours: never spliced into SQL */
+            if (n == cap) {
+                cap = cap ? cap * 2 : 4;
+                char(*v)[CP_COLD_INV_NAME] = realloc(tables, cap * sizeof *v);
+                if (!v) {
+                    st = rd_oom(r);
+                    break;
+                }
+                tables = v;
+            }
+            snprintf(tables[n++], CP_COLD_INV_NAME, "%s", name);
+        }
+        if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "inverted index tables");
+        stmt_put(r, &s, st == CP_OK);
+    }
+    for (size_t i = 0; st == CP_OK && i < n; i++)
+        st = cold_term_table(r, q, tables[i], needle, t->name, t->name_len, set);
+    cp_rd_strset_seal(set);
+    free(tables);
+    free(needle);
+    return st;
+}
+
+static const char *col_opt(sqlite3_stmt *s, int i) { return (const char *)sqlite3_column_text(s, i); }
+
+enum {
+    F_UUID, F_KEY, F_URL, F_LOCAL, F_TYPE, F_DUMP, F_NS, F_RANGE, F_START, F_END, F_MIN, F_MAX, F_ROWS, F_SIZE,
+    F_STATUS, F_SERVICES, F_INDEXED, F_CLAIM, F_MAXLEN
+};
+
+#define RD_FILE_COLUMNS                                                                                        \
+    "uuid, object_key, remote_storage_path, local_file_path, file_type, dump_type, namespace, duration_range," \
+    " start_time, end_time, min_time, max_time, rows_count, file_size, status, services, indexed_params, claim"
+#define RD_FILE_COLUMNS_V5 RD_FILE_COLUMNS ", indexed_maxlen"
+
+static void row_to_file(sqlite3_stmt *s, cp_cold_file *f)
+{
+    memset(f, 0, sizeof *f);
+    f->uuid = col_opt(s, F_UUID);
+    f->key = col_opt(s, F_KEY);
+    f->url = col_opt(s, F_URL);
+    f->local_path = col_opt(s, F_LOCAL);
+    f->file_type = col_opt(s, F_TYPE);
+    f->dump_type = col_opt(s, F_DUMP);
+    f->ns = col_opt(s, F_NS);
+    f->duration_range = sqlite3_column_int(s, F_RANGE);
+    f->start_ms = sqlite3_column_int64(s, F_START);
+    f->end_ms = sqlite3_column_int64(s, F_END);
+    f->min_ts = sqlite3_column_int64(s, F_MIN);
+    f->max_ts = sqlite3_column_int64(s, F_MAX);
+    f->rows = sqlite3_column_int64(s, F_ROWS);
+    f->size = sqlite3_column_int64(s, F_SIZE);
+    f->status = col_opt(s, F_STATUS);
+    f->services = col_opt(s, F_SERVICES);
+    f->indexed_params = col_opt(s, F_INDEXED);
+    f->claim = col_opt(s, F_CLAIM);
+    f->indexed_maxlen = sqlite3_column_count(s) > F_MAXLEN ? col_opt(s, F_MAXLEN) : NULL;
+}
+
+/* The completed calls files of the range, filtered and handed over one by one. */
+static int cold_list(sqlite_reader *r, const cp_cold_query *q, const cp_rd_strset *sets, cp_cold_file_fn fn,
+                     void *ud, size_t *skipped)
+{
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT %s FROM s3_files WHERE file_type = ?4 AND status = 'completed'"
+                      " AND start_time < ?2 AND end_time > ?1%s"
+                      " ORDER BY start_time, namespace, duration_range, uuid",
+                      r->rollups ? RD_FILE_COLUMNS_V5 : RD_FILE_COLUMNS, q->ns ? " AND namespace = ?3" : "") != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt s;
+    int st = stmt_get(r, (const char *)r->sql.data, &s);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(s.st, 1, q->from_ms);
+    sqlite3_bind_int64(s.st, 2, q->to_ms);
+    if (q->ns) sqlite3_bind_text(s.st, 3, q->ns, -1, SQLITE_STATIC);
+    int calls = !q->file_type || !strcmp(q->file_type, "calls");
+    sqlite3_bind_text(s.st, 4, calls ? "calls" : q->file_type, -1, SQLITE_STATIC);
+    int rc;
+    size_t listed = 0;
+    while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
+        if (++listed > CP_RD_MAX_COLD_FILES) {
+            snprintf(r->err, sizeof r->err, "more than %d cold files in the range", CP_RD_MAX_COLD_FILES);
+            st = CP_ELIMIT;
+            break;
+        }
+        cp_cold_file f;
+        row_to_file(s.st, &f);
+        if (!f.uuid) continue;
+        if (calls && !cp_rd_cold_range_overlaps(f.duration_range, q->min_duration_ms, q->max_duration_ms)) continue;
+        if (calls && cp_rd_cold_pruned(q, sets, &f)) {
+            if (skipped) (*skipped)++;
+            continue;
+        }
+        st = fn(ud, &f);
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "cold files");
+    stmt_put(r, &s, st == CP_OK || st == CP_ELIMIT);
+    return st;
+}
+
+static int rd_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_fn fn, void *ud, size_t *skipped)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    if (skipped) *skipped = 0;
+    if (!r->cold || q->from_ms >= q->to_ms || q->min_duration_ms > q->max_duration_ms) return CP_OK;
+    cp_rd_strset *sets = q->nparams ? calloc(q->nparams, sizeof *sets) : NULL;
+    if (q->nparams && !sets) return rd_oom(r);
+    int calls = !q->file_type || !strcmp(q->file_type, "calls");
+    int st = txn_begin(r);
+    if (st == CP_OK) {
+        for (size_t i = 0; calls && st == CP_OK && i < q->nparams; i++) st = cold_term(r, q, &q->params[i], &sets[i]);
+        if (st == CP_OK) st = cold_list(r, q, sets, fn, ud, skipped);
+        txn_end(r);
+    }
+    for (size_t i = 0; i < q->nparams; i++) cp_rd_strset_free(&sets[i]);
+    free(sets);
+    return st;
+}
+
+/* ---- stats (cp_stats.h) ------------------------------------------------------------------------ */
+
+/* A window of the stats: its table, time span, and whether its rollups count. */
+typedef struct st_window {
+    char name[CP_HOT_NAME_LEN];
+    int64_t start, end, rows;
+    int covered;
+} st_window;
+
+typedef struct st_run {
+    sqlite_reader *r;
+    const cp_call_filter *f;
+    const cp_stats_plan *p;
+    cp_stats *acc;
+    cp_stats_info *info;
+    st_window *w;
+    size_t nw;
+    const st_window *cur;             /* the window a scan runs on */
+    rd_match m;
+    cp_progress prog;
+} st_run;
+
+/* Progress; extra = rows of the running scan not yet in info->scanned. */
+static int st_progress(st_run *k, uint64_t extra)
+{
+    const cp_call_filter *f = k->f;
+    k->prog.scanned = k->info->scanned + extra;
+    if (f->progress && f->progress(f->progress_ud, &k->prog)) {
+        snprintf(k->r->err, sizeof k->r->err, "cancelled");
+        return CP_EABORT;
+    }
+    return CP_OK;
+}
+
+/* The windows overlapping the range that have rows. */
+static int st_windows(st_run *k)
+{
+    sqlite_reader *r = k->r;
+    rd_stmt q;
+    int st = stmt_get(r,
+                      r->rollups ? "SELECT table_name, start_time, end_time, rows_count, rollup FROM inventory"
+                                   " WHERE table_type = 'calls' AND status IN ('ready', 'persisting') AND rows_count > 0"
+                                   " AND start_time < ?2 AND end_time > ?1 ORDER BY start_time"
+                                 : "SELECT table_name, start_time, end_time, rows_count, 0 FROM inventory"
+                                   " WHERE table_type = 'calls' AND status IN ('ready', 'persisting') AND rows_count > 0"
+                                   " AND start_time < ?2 AND end_time > ?1 ORDER BY start_time",
+                      &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, k->f->from_ms);
+    sqlite3_bind_int64(q.st, 2, k->f->to_ms);
+    size_t cap = 0;
+    int rc;
+    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q.st, 0);
+        if (!name || !cp_hot_calls_name_ok(name)) continue;
+        if (k->nw == RD_MAX_WINDOWS) {
+            snprintf(r->err, sizeof r->err, "the time range spans more than %d windows", RD_MAX_WINDOWS);
+            st = CP_ELIMIT;
+            break;
+        }
+        if (cp_grow((void **)&k->w, &cap, k->nw + 1, sizeof *k->w, 16) != CP_OK) {
+            st = rd_oom(r);
+            break;
+        }
+        st_window *w = &k->w[k->nw++];
+        memset(w, 0, sizeof *w);
+        snprintf(w->name, sizeof w->name, "%s", name);
+        w->start = sqlite3_column_int64(q.st, 1);
+        w->end = sqlite3_column_int64(q.st, 2);
+        w->rows = sqlite3_column_int64(q.st, 3);
+        w->covered = k->p->rollups && sqlite3_column_int(q.st, 4) != 0;
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "list windows");
+    stmt_put(r, &q, st == CP_OK);
+    k->prog.windows_total = k->nw;
+    return st;
+}
+
+/* Windows whose entries were made with another idle list cannot answer hide_system. */
+static int st_foreign_fp(st_run *k)
+{
+    const cp_rollup_sel *sel = k->f->sel;
+    if (!k->p->rollups || !sel || !sel->hide_system) return CP_OK;
+    rd_stmt q;
+    int st = stmt_get(k->r, "SELECT DISTINCT tbl FROM hot_rollups WHERE cell >= ?1 AND cell < ?2 AND idle_fp <> ?3",
+                      &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, k->p->a);
+    sqlite3_bind_int64(q.st, 2, k->p->b);
+    sqlite3_bind_int64(q.st, 3, sel->idle_fp);
+    int rc;
+    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(q.st, 0);
+        for (size_t i = 0; t && i < k->nw; i++)
+            if (!strcmp(k->w[i].name, t)) k->w[i].covered = 0;
+    }
+    if (rc != SQLITE_DONE) st = rd_fail(k->r, "rollup lists");
+    stmt_put(k->r, &q, st == CP_OK);
+    return st;
+}
+
+static const char *st_text(sqlite3_stmt *s, int i, size_t *len)
+{
+    const char *p = (const char *)sqlite3_column_text(s, i);
+    *len = (size_t)sqlite3_column_bytes(s, i);
+    return p ? p : "";
+}
+
+/* The entries of the covered windows' cells [a, b). */
+static int st_entries(st_run *k)
+{
+    sqlite_reader *r = k->r;
+    const cp_call_filter *f = k->f;
+    cp_buf_reset(&r->sql);
+    if (cp_buf_printf(&r->sql,
+                      "SELECT cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl,"
+                      " calls_count, sum_duration, sum_suspend_duration, sum_queue_wait_duration, sum_transactions,"
+                      " max_time, max_duration, max_calls, max_restart_time, max_trace_file_index,"
+                      " max_buffer_offset, max_record_index FROM hot_rollups WHERE cell >= ?1 AND cell < ?2%s",
+                      f->ns ? " AND namespace = ?3" : "") != CP_OK ||
+        cp_buf_putc(&r->sql, 0) != CP_OK)
+        return rd_oom(r);
+    rd_stmt q;
+    int st = stmt_get(r, (const char *)r->sql.data, &q);
+    if (st != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, k->p->a);
+    sqlite3_bind_int64(q.st, 2, k->p->b);
+    if (f->ns) sqlite3_bind_text(q.st, 3, f->ns, -1, SQLITE_STATIC);
+    int rc;
+    char last_tbl[CP_HOT_NAME_LEN] = "";
+    int last_cov = 0;
+    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        sqlite3_stmt *s = q.st;
+        const char *tbl = (const char *)sqlite3_column_text(s, 7);
+        if (!tbl) continue;
+        if (strcmp(last_tbl, tbl) != 0) { /* the window of the entry: its coverage */
+            last_cov = 0;
+            for (size_t i = 0; i < k->nw; i++)
+                if (!strcmp(k->w[i].name, tbl)) last_cov = k->w[i].covered;
+            snprintf(last_tbl, sizeof last_tbl, "%s", tbl);
+        }
+        if (!last_cov) continue;
+        cp_rollup_entry e;
+        e.cell_ms = sqlite3_column_int64(s, 0);
+        e.ns = st_text(s, 1, &e.ns_len);
+        e.service = st_text(s, 2, &e.service_len);
+        e.pod = st_text(s, 3, &e.pod_len);
+        e.cls = sqlite3_column_int(s, 4);
+        e.flags = sqlite3_column_int(s, 5);
+        e.idle_fp = sqlite3_column_int64(s, 6);
+        e.n = sqlite3_column_int64(s, 8);
+        e.sum_duration = sqlite3_column_int64(s, 9);
+        e.sum_suspend = sqlite3_column_int64(s, 10);
+        e.sum_queue = sqlite3_column_int64(s, 11);
+        e.sum_transactions = sqlite3_column_int64(s, 12);
+        e.max.ts_ms = sqlite3_column_int64(s, 13);
+        e.max.duration_ms = sqlite3_column_int(s, 14);
+        e.max.calls = sqlite3_column_int(s, 15);
+        e.max.restart_ms = sqlite3_column_int64(s, 16);
+        e.max.trace_file_index = sqlite3_column_int(s, 17);
+        e.max.buffer_offset = sqlite3_column_int(s, 18);
+        e.max.record_index = sqlite3_column_int(s, 19);
+        if (cp_stats_entry_matches(f, k->p, &e) != 1) continue;
+        cp_stats_add_entry(k->acc, &e, cp_pod_hash(e.ns, e.ns_len, e.pod, e.pod_len));
+        k->info->rollup_entries++;
+    }
+    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "rollups");
+    stmt_put(r, &q, st == CP_OK);
+    return st;
+}
+
+/* One scan of the current window: the calls of sub, counted into acc. */
+static int st_scan(void *ud, const cp_call_filter *sub)
+{
+    st_run *k = ud;
+    sqlite_reader *r = k->r;
+    const st_window *w = k->cur;
+    int64_t from = sub->from_ms > w->start ? sub->from_ms : w->start;
+    int64_t to = sub->to_ms < w->end ? sub->to_ms : w->end;
+    if (from >= to || sub->min_duration_ms > sub->max_duration_ms) return 0;
+    int partial = from > w->start || to < w->end;
+    int narrow_dur = sub->min_duration_ms > 0 || sub->max_duration_ms < INT64_MAX;
+    /* the time index for a slice of the window, the duration index for a class */
+    const char *ix = partial && (double)(to - from) < 0.25 * (double)(w->end - w->start) ? "time"
+                     : narrow_dur                                                          ? "duration"
+                     : partial                                                             ? "time"
+                                                                                           : NULL;
+    int use_fn = sub->match || sub->method_substr || sub->max_scan;
+    cp_buf_reset(&r->sql);
+    int st = cp_buf_printf(&r->sql,
+                           "SELECT time, duration, calls, suspend_duration, queue_wait_duration, transactions,"
+                           " restart_time, trace_file_index, buffer_offset, record_index, namespace, pod_name"
+                           " FROM %s",
+                           w->name);
+    if (st == CP_OK && ix) st = cp_buf_printf(&r->sql, " INDEXED BY %s_%s", w->name, ix);
+    if (st == CP_OK) st = cp_buf_puts(&r->sql, " WHERE time >= ?1 AND time < ?2");
+    if (st == CP_OK && sub->ns) st = cp_buf_puts(&r->sql, " AND namespace = ?3");
+    if (st == CP_OK && sub->ns_limited) st = cp_buf_puts(&r->sql, " AND cp_ns_ok(?9, namespace)");
+    if (st == CP_OK && sub->service) st = cp_buf_puts(&r->sql, " AND service_name = ?4");
+    if (st == CP_OK && sub->pod) st = cp_buf_puts(&r->sql, " AND pod_name = ?5");
+    if (st == CP_OK && sub->min_duration_ms > 0) st = cp_buf_puts(&r->sql, " AND duration >= ?6");
+    if (st == CP_OK && sub->max_duration_ms < INT64_MAX) st = cp_buf_puts(&r->sql, " AND duration <= ?7");
+    if (st == CP_OK && sub->errors_only) st = cp_buf_puts(&r->sql, " AND error <> 0");
+    if (st == CP_OK && use_fn) st = cp_buf_puts(&r->sql, " AND cp_match(?8, method_name, pod_name, params)");
+    if (st == CP_OK) st = cp_buf_putc(&r->sql, 0);
+    if (st != CP_OK) return rd_oom(r);
+    rd_stmt q;
+    if ((st = stmt_get(r, (const char *)r->sql.data, &q)) != CP_OK) return st;
+    sqlite3_bind_int64(q.st, 1, from);
+    sqlite3_bind_int64(q.st, 2, to);
+    if (sub->ns) sqlite3_bind_text(q.st, 3, sub->ns, -1, SQLITE_STATIC);
+    if (sub->service) sqlite3_bind_text(q.st, 4, sub->service, -1, SQLITE_STATIC);
+    if (sub->pod) sqlite3_bind_text(q.st, 5, sub->pod, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q.st, 6, sub->min_duration_ms);
+    sqlite3_bind_int64(q.st, 7, sub->max_duration_ms);
+    /* the budget is the filter's, over every scan of the stats */
+    k->m.max_scan = sub->max_scan ? (sub->max_scan > k->info->scanned ? sub->max_scan - k->info->scanned : 1) : 0;
+    k->m.scanned = 0;
+    k->m.over = 0;
+    if (use_fn) sqlite3_bind_pointer(q.st, 8, &k->m, RD_MATCH_PTR, NULL);
+    if (sub->ns_limited) sqlite3_bind_pointer(q.st, 9, (void *)sub, RD_NS_PTR, NULL);
+    int rc;
+    uint64_t rows = 0;
+    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
+        sqlite3_stmt *s = q.st;
+        rows++;
+        if (!use_fn && sub->max_scan && k->info->scanned + rows > sub->max_scan) {
+            k->m.over = 1;
+            break;
+        }
+        cp_call c;
+        memset(&c, 0, sizeof c);
+        c.ts_ms = sqlite3_column_int64(s, 0);
+        c.duration_ms = sqlite3_column_int(s, 1);
+        c.calls = sqlite3_column_int(s, 2);
+        c.suspend_ms = sqlite3_column_int(s, 3);
+        c.queue_wait_ms = sqlite3_column_int(s, 4);
+        c.transactions = sqlite3_column_int64(s, 5);
+        c.restart_ms = sqlite3_column_int64(s, 6);
+        c.trace_file_index = sqlite3_column_int(s, 7);
+        c.buffer_offset = sqlite3_column_int(s, 8);
+        c.record_index = sqlite3_column_int(s, 9);
+        c.ns = st_text(s, 10, &c.ns_len);
+        c.pod = st_text(s, 11, &c.pod_len);
+        cp_stats_add_call(k->acc, &c);
+        k->info->scanned_calls++;
+        if ((rows & 0xffff) == 0 && (st = st_progress(k, use_fn ? k->m.scanned : rows)) != CP_OK) break;
+    }
+    k->info->scanned += use_fn ? k->m.scanned : rows;
+    if (st == CP_OK && rc != SQLITE_DONE && rc != SQLITE_ROW && !k->m.over) st = rd_fail(r, "stats scan");
+    if (k->m.over) k->info->partial = 1;
+    stmt_put(r, &q, st == CP_OK);
+    return st != CP_OK ? st : k->m.over ? 1 : 0;
+}
+
+static int rd_stats(cp_reader *base, const cp_call_filter *f, const cp_stats_plan *p, cp_stats *acc,
+                    cp_stats_info *info)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    st_run k;
+    memset(&k, 0, sizeof k);
+    k.r = r;
+    k.f = f;
+    k.p = p;
+    k.acc = acc;
+    k.info = info;
+    k.m.match = f->match;
+    k.m.ud = f->match_ud;
+    if (f->method_substr) {
+        size_t n = strlen(f->method_substr);
+        if (cp_rd_fold_into(&r->needle, f->method_substr, n) != CP_OK) return rd_oom(r);
+        k.m.needle = (const char *)r->needle.data;
+        k.m.needle_len = n;
+    }
+    int st = txn_begin(r);
+    if (st != CP_OK) return st;
+    st = st_windows(&k);
+    if (st == CP_OK && r->rollups) st = st_foreign_fp(&k);
+    int any = 0;
+    for (size_t i = 0; i < k.nw; i++) any |= k.w[i].covered;
+    if (st == CP_OK && any) st = st_entries(&k);
+    for (size_t i = 0; st == CP_OK && i < k.nw && !info->partial; i++) {
+        k.cur = &k.w[i];
+        int r2 = cp_stats_scans(f, p, k.w[i].covered, st_scan, &k);
+        if (r2 < 0) st = r2;
+        k.prog.windows_done = i + 1;
+        if (st == CP_OK) st = st_progress(&k, 0);
+    }
+    info->windows += k.nw;
+    txn_end(r);
+    free(k.w);
+    return st;
+}
+
+/* ---- open / close ----------------------------------------------------------------------------- */
+
+static const char *rd_errmsg(const cp_reader *base) { return ((const sqlite_reader *)base)->err; }
+
+static void rd_close(cp_reader *base)
+{
+    sqlite_reader *r = (sqlite_reader *)base;
+    for (size_t i = 0; i < r->ncache; i++) {
+        sqlite3_finalize(r->cache[i].st);
+        free(r->cache[i].sql);
+    }
+    sqlite3_close(r->db);
+    cp_buf_free(&r->sql);
+    cp_buf_free(&r->needle);
+    free(r);
+}
+
+static const cp_reader_ops sqlite_reader_ops = {
+    .search = rd_search_calls,
+    .get = rd_get,
+    .pods = rd_pods,
+    .words = rd_words,
+    .cold_files = rd_cold_files,
+    .bounds = rd_bounds,
+    .stats = rd_stats,
+    .snapshot = rd_snapshot,
+    .errmsg = rd_errmsg,
+    .close = rd_close,
+};
+
+/* The catalog must have the hot tier's tables (migration 2, written by the writer). */
+static int check_schema(sqlite_reader *r)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(r->db, "SELECT coalesce(max(version), 0) FROM schema_migrations", -1, &q, NULL) !=
+        SQLITE_OK)
+        return rd_fail(r, "read schema version");
+    int rc = sqlite3_step(q);
+    int v = rc == SQLITE_ROW ? sqlite3_column_int(q, 0) : 0;
+    sqlite3_finalize(q);
+    if (rc != SQLITE_ROW) return rd_fail(r, "read schema version");
+    if (v < 2) {
+        snprintf(r->err, sizeof r->err, "catalog schema version %d has no hot tier (needs 2)", v);
+        return CP_EINVAL;
+    }
+    r->cold = v >= 3;
+    r->rollups = v >= 5;
+    return CP_OK;
+}
+
+/* Read-only, WAL (the writer set it; readers never block it), a busy timeout for the
+ * moments the WAL index is being rebuilt, 16 MiB of page cache, and cp_match(). */
+static int configure(sqlite_reader *r)
+{
+    if (sqlite3_busy_timeout(r->db, 5000) != SQLITE_OK) return rd_fail(r, "busy timeout");
+    if (sqlite3_exec(r->db, "PRAGMA cache_size = -16384", NULL, NULL, NULL) != SQLITE_OK)
+        return rd_fail(r, "cache size");
+    if (sqlite3_create_function_v2(r->db, "cp_match", 4, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL, fn_match, NULL,
+                                   NULL, NULL) != SQLITE_OK)
+        return rd_fail(r, "register cp_match");
+    if (sqlite3_create_function_v2(r->db, "cp_ns_ok", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY | SQLITE_DETERMINISTIC, NULL,
+                                   fn_ns_ok, NULL, NULL, NULL) != SQLITE_OK)
+        return rd_fail(r, "register cp_ns_ok");
+    return check_schema(r);
+}
+
+int cp_reader_open_sqlite(const char *path, cp_reader **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    sqlite_reader *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return CP_ENOMEM;
+    }
+    r->base.ops = &sqlite_reader_ops;
+    cp_buf_init(&r->sql);
+    cp_buf_init(&r->needle);
+    int st;
+    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
+        st = rd_fail(r, "open");
+    else
+        st = configure(r);
+    if (st != CP_OK) {
+        snprintf(err, errlen, "catalog reader %s: %s", path, r->err);
+        rd_close(&r->base);
+        return st;
+    }
+    *out = &r->base;
+    return CP_OK;
+}

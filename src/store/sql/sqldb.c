@@ -1,0 +1,30 @@
+/* sqldb.c -- the backend a spec names, and the calls that pass through to it (sqldb.h). */
+#include "store/sql/sqldb_internal.h"
+#include "store/cp_catalog.h"
+
+int cp_sqldb_open(const char *spec, cp_sqldb **out, char *err, size_t errlen)
+{
+    if (cp_catalog_is_postgres(spec)) return cp_sqldb_open_pg(spec, out, err, errlen);
+    return cp_sqldb_open_sqlite(spec, out, err, errlen);
+}
+
+void cp_sqldb_close(cp_sqldb *db)
+{
+    if (db) db->ops->close(db);
+}
+
+int cp_sqldb_is_pg(const cp_sqldb *db) { return db->pg; }
+
+int cp_sqldb_exec(cp_sqldb *db, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,
+                  int64_t *changes)
+{
+    if (changes) *changes = 0;
+    return db->ops->exec(db, sql, p, np, fn, ud, changes);
+}
+
+int cp_sqldb_begin(cp_sqldb *db) { return db->ops->begin(db); }
+int cp_sqldb_commit(cp_sqldb *db) { return db->ops->commit(db); }
+void cp_sqldb_rollback(cp_sqldb *db) { db->ops->rollback(db); }
+int cp_sqldb_lock(cp_sqldb *db, int32_t cls, int32_t key) { return db->ops->lock(db, cls, key); }
+int cp_sqldb_broken(const cp_sqldb *db) { return db->ops->broken(db); }
+const char *cp_sqldb_errmsg(const cp_sqldb *db) { return db->err; }
