@@ -1231,6 +1231,15 @@ static void test_search_by_pod(void **state)
             f.from_ms = T2026 + 5 * MIN_MS + 2000; /* a range cutting the second window */
             f.pod = "rare";
             check_paging(&fx, f, 1);
+            /* with a scan budget (the API always sets one): rows counted as they are read */
+            cp_call_filter g = all_calls(N + 10);
+            g.desc = desc;
+            g.max_scan = 100000;
+            g.ns = "few";
+            assert_int_equal(check_page(&fx, &g), 7);
+            check_paging(&fx, g, 3);
+            g.ns = "many";
+            check_paging(&fx, g, 50);
         }
         /* the counts gone (as before migration 2): the same pages through the time index */
         cp_reader_close(fx.rd);

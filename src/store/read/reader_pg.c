@@ -88,6 +88,7 @@ typedef struct pg_reader {
     cp_buf tmp;                 /* scratch for a folded needle, a key, an id array */
     cp_buf nsarr;               /* the filter's namespace set as a text[] literal (ns_array) */
     cp_buf podarr;              /* the window's matching pods as a bigint[] literal (window_pods) */
+    cp_buf conds;               /* a per-pod window query's conditions (sql_window) */
     char err[256];
 } pg_reader;
 
@@ -694,23 +695,12 @@ static int sql_order(cp_buf *b, const cp_call_filter *f)
     return st;
 }
 
-/* The query of one window; need = the LIMIT (0 = none). by_pod: walked per pod of
- * r->podarr (window_pods): a lateral subquery per pod reads its newest (oldest) need rows
- * through the pod index, the outer query orders those. */
-static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, int by_pod, cp_buf *b, pg_params *p)
+/* The conditions after a window query's first one (the filter's, the keyset's). */
+static int sql_conds(const pg_search *s, const pg_cursor *c, cp_buf *b, pg_params *p)
 {
     const cp_call_filter *f = s->f;
     int partial = s->from > c->start || s->to < c->end;
-    cp_buf_reset(b);
-    memset(p, 0, sizeof *p);
-    int st;
-    if (by_pod)
-        st = cp_buf_printf(b,
-                           "SELECT x.* FROM unnest($%d::bigint[]) AS h(v) CROSS JOIN LATERAL ("
-                           "SELECT " PG_COLUMNS " FROM %s WHERE pod_hash = h.v",
-                           par_cstr(p, (const char *)s->r->podarr.data), c->name);
-    else
-        st = cp_buf_printf(b, "SELECT " PG_COLUMNS " FROM %s WHERE TRUE", c->name);
+    int st = CP_OK;
     if (st == CP_OK && partial)
         st = cp_buf_printf(b, " AND time >= $%d::bigint AND time < $%d::bigint", par_i64(p, s->from),
                            par_i64(p, s->to));
@@ -729,26 +719,60 @@ static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, int
         st = cp_buf_printf(b, " AND strpos(" PG_FOLD("method_name") ", $%d::text) > 0",
                            par_text(p, s->needle, s->needle_len));
     if (st == CP_OK && f->after) st = sql_keyset(s, b, p);
-    if (st == CP_OK) st = sql_order(b, f);
+    return st;
+}
+
+/* The query of one window; need = the LIMIT (0 = none). npods > 0: walked per pod of
+ * r->podarr (window_pods), one ordered walk of the pod index per pod (the same
+ * parameters in every arm, the pod's hash an element of one array parameter), merged by
+ * the outer ORDER BY (PostgreSQL's Merge Append: nothing is sorted whole). */
+static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, size_t npods, cp_buf *b, pg_params *p)
+{
+    cp_buf_reset(b);
+    memset(p, 0, sizeof *p);
+    if (!npods) {
+        int st = cp_buf_printf(b, "SELECT " PG_COLUMNS " FROM %s WHERE TRUE", c->name);
+        if (st == CP_OK) st = sql_conds(s, c, b, p);
+        if (st == CP_OK) st = sql_order(b, s->f);
+        if (st == CP_OK && need) st = cp_buf_printf(b, " LIMIT $%d::bigint", par_i64(p, (int64_t)need));
+        if (st == CP_OK) st = cp_buf_putc(b, 0);
+        return st;
+    }
+    int arr = par_cstr(p, (const char *)s->r->podarr.data);
+    cp_buf *conds = &s->r->conds;
+    cp_buf_reset(conds);
+    int st = sql_conds(s, c, conds, p);
+    if (st == CP_OK) st = sql_order(conds, s->f);
     int lim = need ? par_i64(p, (int64_t)need) : 0;
-    if (st == CP_OK && need) st = cp_buf_printf(b, " LIMIT $%d::bigint", lim);
-    if (st == CP_OK && by_pod) st = cp_buf_puts(b, ") x");
-    if (st == CP_OK && by_pod) st = sql_order(b, f);
-    if (st == CP_OK && by_pod && need) st = cp_buf_printf(b, " LIMIT $%d::bigint", lim);
+    if (st == CP_OK && need) st = cp_buf_printf(conds, " LIMIT $%d::bigint", lim);
+    for (size_t i = 0; st == CP_OK && i < npods; i++) {
+        if (npods > 1) st = cp_buf_puts(b, i ? " UNION ALL (" : "(");
+        if (st == CP_OK)
+            st = cp_buf_printf(b, "SELECT " PG_COLUMNS " FROM %s WHERE pod_hash = ($%d::bigint[])[%zu]", c->name,
+                               arr, i + 1);
+        if (st == CP_OK) st = cp_buf_append(b, conds->data, conds->len);
+        if (st == CP_OK && npods > 1) st = cp_buf_putc(b, ')');
+    }
+    if (st == CP_OK && npods > 1) st = sql_order(b, s->f);
+    if (st == CP_OK && npods > 1 && need) st = cp_buf_printf(b, " LIMIT $%d::bigint", lim);
     if (st == CP_OK) st = cp_buf_putc(b, 0);
     return st;
 }
 
 /* A time-sorted page filtered by namespace or pod reads a window per pod (see
  * reader_sqlite.c's window_pods): *by_pod = 1 and r->podarr = the matching pods'
- * hashes when call_counts lists the window's pods and at most PG_MAX_POD_ARMS match;
- * *none = 1 when it lists pods and none matches. */
-static int window_pods(pg_search *s, const pg_cursor *c, int *by_pod, int *none)
+ * hashes when the query has a LIMIT (need), call_counts lists the window's pods and at
+ * most PG_MAX_POD_ARMS match; *none = 1 when it lists pods and none matches. Rows the C
+ * side filters (use_c) come from the pods' walks as well: they are the rows the SQL
+ * filter on namespace / pod would have let through. */
+static int window_pods(pg_search *s, const pg_cursor *c, uint64_t need, size_t *npods, int *none)
 {
     pg_reader *r = s->r;
     const cp_call_filter *f = s->f;
-    *by_pod = *none = 0;
-    if (f->sort != CP_SORT_TS || (!f->ns && !f->pod) || s->use_c) return CP_OK;
+    *npods = 0;
+    *none = 0;
+    /* need = 0 (no LIMIT): each pod's rows would be sorted whole before the first comes */
+    if (f->sort != CP_SORT_TS || (!f->ns && !f->pod) || !need) return CP_OK;
     pg_params p;
     memset(&p, 0, sizeof p);
     int w = par_i64(&p, c->start);
@@ -777,7 +801,7 @@ static int window_pods(pg_search *s, const pg_cursor *c, int *by_pod, int *none)
     if (st == CP_OK) st = cp_buf_putc(b, 0);
     if (st != CP_OK) return pg_oom(r);
     if (!rows || n > PG_MAX_POD_ARMS) return CP_OK;
-    *by_pod = n > 0;
+    *npods = n;
     *none = n == 0;
     return CP_OK;
 }
@@ -793,10 +817,11 @@ static int cur_open(pg_search *s)
      * than the whole budget, which tells a spent budget from an exhausted window */
     uint64_t need = s->use_c ? (s->max_scan && s->max_scan < INT64_MAX ? s->max_scan + 1 : 0)
                              : (uint64_t)s->f->limit + 1;
-    int by_pod, none, st0 = window_pods(s, c, &by_pod, &none);
+    size_t npods;
+    int none, st0 = window_pods(s, c, need, &npods, &none);
     if (st0 != CP_OK || none) return st0;
     pg_params p;
-    if (sql_window(s, c, need, by_pod, &r->sql, &p) != CP_OK) return pg_oom(r);
+    if (sql_window(s, c, need, npods, &r->sql, &p) != CP_OK) return pg_oom(r);
     if (!s->use_c && need <= PG_DIRECT_ROWS) {
         pg_stmt q;
         int st = stmt_get(r, (const char *)r->sql.data, &q);
@@ -1972,6 +1997,7 @@ static void pg_close(cp_reader *base)
     cp_buf_free(&r->tmp);
     cp_buf_free(&r->nsarr);
     cp_buf_free(&r->podarr);
+    cp_buf_free(&r->conds);
     free(r);
 }
 
@@ -2020,6 +2046,7 @@ int cp_reader_open_pg(const char *conninfo, cp_reader **out, char *err, size_t e
     cp_buf_init(&r->tmp);
     cp_buf_init(&r->nsarr);
     cp_buf_init(&r->podarr);
+    cp_buf_init(&r->conds);
     /* Generic plans: the statements are per window and of few shapes, run again and
      * again with other values; planning each execution (what the default does for
      * them, LIMIT being a parameter) costs more than the queries, and the plan does not
