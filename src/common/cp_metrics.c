@@ -44,6 +44,7 @@ static const char *const stream_values[CP_M_STREAM_COUNT] = {"trace",      "call
 static const char *const ack_values[CP_M_ACK_COUNT] = {"ok", "error"};
 static const char *const hot_values[CP_M_HOT_COUNT] = {"assembly", "transaction"};
 static const char *const mem_values[CP_M_MEM_COUNT] = {"tail_copies", "partial_records", "assembly"};
+static const char *const asm_values[CP_M_ASM_COUNT] = {"extents", "waiting_calls", "values", "words", "other"};
 static const char *const auth_values[CP_M_AUTH_COUNT] = {"missing", "bad_credentials", "expired", "forbidden",
                                                          "backoff"};
 /* cp_m_route order */
@@ -119,6 +120,11 @@ static const cp_metric_def builtin[CP_M_COUNT] = {
                             "Memory ingest holds, by part: copies of recent trace/sql/xml bytes, partial records, "
                             "call assembly state (the first two within --ingest-memory).",
                             CP_METRIC_GAUGE, L1("part", mem_values)},
+    [CP_M_ASSEMBLY_MEMORY] = {"cloudprof_assembly_memory_bytes",
+                              "Call assembly state, by part: where root calls' events lie until their calls records "
+                              "come, calls waiting, resolved sql/xml values, dictionary words, the rest "
+                              "(the parts of cloudprof_ingest_memory_bytes{part=\"assembly\"}).",
+                              CP_METRIC_GAUGE, L1("part", asm_values)},
     [CP_M_COMPACTION_RUNS] = {"cloudprof_compaction_runs_total", "Compaction runs of the cold-tier task.",
                               CP_METRIC_COUNTER, NOL},
     [CP_M_COMPACTION_FAILURES] = {"cloudprof_compaction_failures_total",

@@ -65,6 +65,7 @@ typedef enum cp_metric_id {
     CP_M_CALLS_STORE_FAILURES,          /* counter */
     CP_M_HOT_QUEUE,                     /* gauge {stage: cp_m_hot_stage}, calls */
     CP_M_INGEST_MEMORY,                 /* gauge {part: cp_m_mem_part}, bytes */
+    CP_M_ASSEMBLY_MEMORY,               /* gauge {part: cp_m_asm_part}, bytes */
     CP_M_COMPACTION_RUNS,               /* counter */
     CP_M_COMPACTION_FAILURES,           /* counter */
     CP_M_COMPACTION_CALLS,              /* counter */
@@ -97,6 +98,14 @@ typedef enum { CP_M_ACK_OK, CP_M_ACK_ERROR, CP_M_ACK_COUNT } cp_m_ack;
 
 typedef enum { CP_M_HOT_ASSEMBLY, CP_M_HOT_TRANSACTION, CP_M_HOT_COUNT } cp_m_hot_stage;
 typedef enum { CP_M_MEM_TAILS, CP_M_MEM_PARTIAL, CP_M_MEM_ASSEMBLY, CP_M_MEM_COUNT } cp_m_mem_part;
+typedef enum {
+    CP_M_ASM_EXTENTS,
+    CP_M_ASM_WAITING_CALLS,
+    CP_M_ASM_VALUES,
+    CP_M_ASM_WORDS,
+    CP_M_ASM_OTHER,
+    CP_M_ASM_COUNT
+} cp_m_asm_part;
 
 typedef enum {
     CP_M_AUTH_MISSING,

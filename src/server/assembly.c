@@ -190,13 +190,19 @@ static void on_asm_timer(uv_timer_t *t)
     uint64_t now = uv_now(&s->loop);
     prepare_windows(s, now);
     size_t waiting = 0; /* the hot-queue gauge's "assembly" series */
-    uint64_t asm_mem = cp_wordpool_bytes(s->words);
+    uint64_t asm_mem = cp_wordpool_bytes(s->words), part[CP_M_ASM_COUNT] = {0};
+    part[CP_M_ASM_WORDS] = asm_mem;
     for (cp_conn *c = s->conns; c; c = c->next) {
         tail_release_quiet(c, now);
         if (c->asm_) {
             cp_asm_stats as;
             cp_asm_get_stats(c->asm_, &as);
             asm_mem += as.memory;
+            part[CP_M_ASM_EXTENTS] += as.mem_extents;
+            part[CP_M_ASM_WAITING_CALLS] += as.mem_calls;
+            part[CP_M_ASM_VALUES] += as.mem_values;
+            part[CP_M_ASM_WORDS] += as.mem_dict;
+            part[CP_M_ASM_OTHER] += as.memory - as.mem_extents - as.mem_calls - as.mem_values - as.mem_dict;
         }
         if (!c->asm_ || !cp_asm_pending(c->asm_)) continue;
         if (cp_asm_next_deadline(c->asm_) <= (int64_t)now) cp_srv_asm_pump(c);
@@ -206,6 +212,7 @@ static void on_asm_timer(uv_timer_t *t)
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_TAILS, (int64_t)s->tails.used);
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_PARTIAL, (int64_t)s->buffered);
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_ASSEMBLY, (int64_t)asm_mem);
+    for (int i = 0; i < CP_M_ASM_COUNT; i++) cp_metrics_set(s->cfg->metrics, CP_M_ASSEMBLY_MEMORY, i, (int64_t)part[i]);
     release_freed(s, asm_mem);
 }
 

@@ -246,6 +246,9 @@ static void test_counters_move(void **state)
         if (val(m, "cloudprof_calls_stored_total{}") == calls_sent && val(m, "cloudprof_agent_connections_open{}") == 0 &&
             val(m, "cloudprof_hot_queue_calls{stage=transaction}") == 0 &&
             val(m, "cloudprof_hot_queue_calls{stage=assembly}") == 0 && /* refreshed every 250 ms */
+            /* the assembly parts, set in this order after the ingest parts, once no connection is left */
+            val(m, "cloudprof_assembly_memory_bytes{part=extents}") == 0 &&
+            val(m, "cloudprof_assembly_memory_bytes{part=other}") == 0 &&
             val(m, "cloudprof_compaction_runs_total{}") >= 1)
             break;
         if (test_now_ms() > deadline)
@@ -263,6 +266,7 @@ static void test_counters_move(void **state)
     assert_type(m, "cloudprof_fsync_duration_seconds", "histogram");
     assert_type(m, "cloudprof_http_requests", "counter");
     assert_type(m, "cloudprof_hot_queue_calls", "gauge");
+    assert_type(m, "cloudprof_assembly_memory_bytes", "gauge");
 
     /* agents */
     assert_true(val(m, "cloudprof_agent_connections_accepted_total{}") >= AGENTS);
@@ -301,6 +305,14 @@ static void test_counters_move(void **state)
     assert_int_equal(val(m, "cloudprof_calls_stored_total{}"), calls_sent);
     assert_int_equal(val(m, "cloudprof_calls_store_failures_total{}"), 0);
     assert_int_equal(val(m, "cloudprof_hot_queue_calls{stage=assembly}"), 0);
+    /* every connection ended: no extent waits, no call; the word pool keeps only its table */
+    assert_int_equal(val(m, "cloudprof_assembly_memory_bytes{part=extents}"), 0);
+    assert_int_equal(val(m, "cloudprof_assembly_memory_bytes{part=waiting_calls}"), 0);
+    assert_int_equal(val(m, "cloudprof_assembly_memory_bytes{part=values}"), 0);
+    assert_true(val(m, "cloudprof_assembly_memory_bytes{part=words}") >= 0);
+    assert_int_equal(val(m, "cloudprof_assembly_memory_bytes{part=other}"), 0);
+    assert_int_equal(val(m, "cloudprof_ingest_memory_bytes{part=assembly}"),
+                     val(m, "cloudprof_assembly_memory_bytes{part=words}"));
     assert_int_equal(val(m, "cloudprof_compaction_failures_total{}"), 0);
 
     /* HTTP: what this test asked, by route name and code (never the raw URL) */
