@@ -19,9 +19,29 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Cold files listed at most per cold_files call (a guard against a runaway catalog). */
 #define CP_RD_MAX_COLD_FILES 1000000
+
+/* Per-pod walks (hot_schema.c's pod index): a time-sorted page filtered by namespace or
+ * pod reads a window once per matching pod, when call_counts lists at most this many. */
+#define CP_RD_MAX_POD_ARMS 64
+
+static inline int cp_rd_walks_pods(const cp_call_filter *f)
+{
+    return f->sort == CP_SORT_TS && (f->ns || f->pod);
+}
+
+/* A window's call_counts row (ns, pod) against the filter: 1 and *hash = the pod's hash as
+ * stored (signed) if the filter takes it. */
+static inline int cp_rd_pod_taken(const cp_call_filter *f, const char *ns, size_t nl, const char *pod, size_t pl,
+                                  int64_t *hash)
+{
+    if ((f->ns && strcmp(ns, f->ns)) || (f->pod && strcmp(pod, f->pod))) return 0;
+    *hash = (int64_t)cp_pod_hash(ns, nl, pod, pl);
+    return 1;
+}
 
 /* ASCII case folding, as the search does (bytes >= 0x80 are left alone). */
 static inline unsigned char cp_rd_fold(unsigned char c) { return c >= 'A' && c <= 'Z' ? (unsigned char)(c + 32) : c; }

@@ -58,7 +58,6 @@
 #define PG_LOCK_CHUNK 256      /* tables per LOCK statement */
 #define PG_WORDS_CHUNK 4096    /* ids per dictionary query */
 #define PG_MAX_PARAMS 24
-#define PG_MAX_POD_ARMS 64     /* a filtered window is walked per pod up to this many pods */
 #define PG_STMT_NAME 24
 
 /* ASCII folding in SQL, as the search folds (lower() would fold non-ASCII letters too,
@@ -762,7 +761,7 @@ static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, siz
 /* A time-sorted page filtered by namespace or pod reads a window per pod (see
  * reader_sqlite.c's window_pods): *by_pod = 1 and r->podarr = the matching pods'
  * hashes when the query has a LIMIT (need), call_counts lists the window's pods and at
- * most PG_MAX_POD_ARMS match; *none = 1 when it lists pods and none matches. Rows the C
+ * most CP_RD_MAX_POD_ARMS match; *none = 1 when it lists pods and none matches. Rows the C
  * side filters (use_c) come from the pods' walks as well: they are the rows the SQL
  * filter on namespace / pod would have let through. */
 static int window_pods(pg_search *s, const pg_cursor *c, uint64_t need, size_t *npods, int *none)
@@ -772,7 +771,7 @@ static int window_pods(pg_search *s, const pg_cursor *c, uint64_t need, size_t *
     *npods = 0;
     *none = 0;
     /* need = 0 (no LIMIT): each pod's rows would be sorted whole before the first comes */
-    if (f->sort != CP_SORT_TS || (!f->ns && !f->pod) || !need) return CP_OK;
+    if (!cp_rd_walks_pods(f) || !need) return CP_OK;
     pg_params p;
     memset(&p, 0, sizeof p);
     int w = par_i64(&p, c->start);
@@ -790,17 +789,18 @@ static int window_pods(pg_search *s, const pg_cursor *c, uint64_t need, size_t *
     cp_buf *b = &r->podarr;
     cp_buf_reset(b);
     st = cp_buf_putc(b, '{');
-    for (int i = 0; st == CP_OK && i < rows && n <= PG_MAX_POD_ARMS; i++) {
-        const char *ns = PQgetvalue(res, i, 0), *pod = PQgetvalue(res, i, 1);
-        if ((f->ns && strcmp(ns, f->ns)) || (f->pod && strcmp(pod, f->pod))) continue;
-        int64_t h = (int64_t)cp_pod_hash(ns, (size_t)PQgetlength(res, i, 0), pod, (size_t)PQgetlength(res, i, 1));
+    for (int i = 0; st == CP_OK && i < rows && n <= CP_RD_MAX_POD_ARMS; i++) {
+        int64_t h;
+        if (!cp_rd_pod_taken(f, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0), PQgetvalue(res, i, 1),
+                             (size_t)PQgetlength(res, i, 1), &h))
+            continue;
         st = cp_buf_printf(b, "%s%lld", n++ ? "," : "", (long long)h); /* DISTINCT: each pod once */
     }
     PQclear(res);
     if (st == CP_OK) st = cp_buf_putc(b, '}');
     if (st == CP_OK) st = cp_buf_putc(b, 0);
     if (st != CP_OK) return pg_oom(r);
-    if (!rows || n > PG_MAX_POD_ARMS) return CP_OK;
+    if (!rows || n > CP_RD_MAX_POD_ARMS) return CP_OK;
     *npods = n;
     *none = n == 0;
     return CP_OK;

@@ -305,10 +305,6 @@ static void fn_ns_ok(sqlite3_context *cx, int argc, sqlite3_value **argv)
 
 /* ---- search: one cursor per window ------------------------------------------------------------ */
 
-/* A time-sorted page filtered by namespace or pod walks the window's pod index once per
- * matching pod (a merge of at most this many ranges); more pods: the time index. */
-#define RD_MAX_POD_ARMS 64
-
 typedef struct rd_cursor {
     char name[CP_HOT_NAME_LEN]; /* calls_YYYYMMDD_HHMM */
     int64_t start, end, rows;   /* from inventory */
@@ -331,7 +327,7 @@ typedef struct rd_search {
     /* the window being opened, walked per pod (see window_pods) */
     int by_pod;
     size_t npods;
-    int64_t pods[RD_MAX_POD_ARMS];
+    int64_t pods[CP_RD_MAX_POD_ARMS];
 } rd_search;
 
 /* The heap's order: 1 if cursor a's row comes before cursor b's. */
@@ -524,7 +520,7 @@ static int window_pods(rd_search *s, const rd_cursor *c, int *none)
     s->by_pod = 0;
     s->npods = 0;
     *none = 0;
-    if (f->sort != CP_SORT_TS || (!f->ns && !f->pod)) return CP_OK;
+    if (!cp_rd_walks_pods(f)) return CP_OK;
     rd_stmt q;
     int st = stmt_get(s->r, "SELECT namespace, pod_name FROM call_counts WHERE window_start = ?1", &q);
     if (st != CP_OK) return st;
@@ -535,12 +531,12 @@ static int window_pods(rd_search *s, const rd_cursor *c, int *none)
         listed++;
         size_t nl, pl;
         const char *ns = col_text(q.st, 0, &nl), *pod = col_text(q.st, 1, &pl);
-        if ((f->ns && strcmp(ns, f->ns)) || (f->pod && strcmp(pod, f->pod))) continue;
-        int64_t h = (int64_t)cp_pod_hash(ns, nl, pod, pl);
+        int64_t h;
+        if (!cp_rd_pod_taken(f, ns, nl, pod, pl, &h)) continue;
         size_t i = 0;
         while (i < n && s->pods[i] != h) i++; /* one row per restart: the same pod again */
         if (i < n) continue;
-        if (n == RD_MAX_POD_ARMS) {
+        if (n == CP_RD_MAX_POD_ARMS) {
             many = 1;
             break;
         }
