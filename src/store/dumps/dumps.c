@@ -140,7 +140,9 @@ int dumps_object_drop(cp_dumps *d, const char *key)
     cp_sqldb *db;
     if (dumps_conn_get(d, &db, e, sizeof e) == CP_OK) {
         cp_sql_val p[] = {cp_sql_text(key)};
-        cp_sqldb_exec(db, "DELETE FROM dump_pending WHERE object_key = $1", p, 1, NULL, NULL, NULL);
+        /* only the delete mark: never another upload's reservation of the same name */
+        cp_sqldb_exec(db, "DELETE FROM dump_pending WHERE object_key = $1 AND node = '" DUMPS_PENDING_DELETE "'", p,
+                      1, NULL, NULL, NULL);
         dumps_conn_put(d, db);
     }
     return 1;

@@ -475,11 +475,8 @@ static int record(cp_dumps *d, cp_sqldb *db, const rec *r, cp_dump_meta *out, in
     return CP_OK;
 }
 
-/* The object key for the upload: YYYY/MM/DD/HH/<ns>/<pod>/<name>, ".v<version>" for a
- * replacement (the old object stays readable until the switch), a random ".u<hex>"
- * when taken; entered in dump_pending (committed) before anything is put. */
-static int reserve_key(cp_dumps *d, cp_sqldb *db, const cp_dump_path *p, const char *path, int64_t now_ms,
-                       char *key, size_t cap, char *err, size_t errlen)
+static int reserve_key_locked(cp_dumps *d, cp_sqldb *db, const cp_dump_path *p, const char *path, int64_t now_ms,
+                              char *key, size_t cap, char *err, size_t errlen)
 {
     existing x;
     int st = find_existing(db, path, &x);
@@ -527,6 +524,27 @@ static int reserve_key(cp_dumps *d, cp_sqldb *db, const cp_dump_path *p, const c
     }
     snprintf(err, errlen, "object key %s: no free name after %d tries", key, KEY_TRIES);
     return CP_EIO;
+}
+
+/* The object key for the upload: YYYY/MM/DD/HH/<ns>/<pod>/<name>, ".v<version>" for a
+ * replacement (the old object stays readable until the switch), a random ".u<hex>"
+ * when taken; entered in dump_pending (committed) before anything is put. Checked and
+ * entered under the path's lock, like record(): otherwise a record of the same key can
+ * commit between the check and the entry, and two uploads share one object (the second
+ * put overwrites the first's bytes, and the first one's replacement deletes both). */
+static int reserve_key(cp_dumps *d, cp_sqldb *db, const cp_dump_path *p, const char *path, int64_t now_ms,
+                       char *key, size_t cap, char *err, size_t errlen)
+{
+    int st = cp_sqldb_begin(db);
+    if (st == CP_OK) st = cp_sqldb_lock(db, DUMPS_LOCK_PATH, dumps_path_lock_key(path));
+    if (st == CP_OK) st = reserve_key_locked(d, db, p, path, now_ms, key, cap, err, errlen);
+    else dumps_fail(err, errlen, st, "object key", db);
+    if (st == CP_OK) {
+        st = cp_sqldb_commit(db);
+        if (st != CP_OK) dumps_fail(err, errlen, st, "object key", db);
+    }
+    if (st != CP_OK) cp_sqldb_rollback(db);
+    return st;
 }
 
 /* Drops an object put for a commit that then failed, and its pending entry. */
