@@ -74,14 +74,16 @@ static const char usage_text[] =
     "                           system nothing new is written: agents get 0xFF, uploads and\n"
     "                           imports 507, /api/v1/health says so; 0 = no floor\n"
     "                           (CLOUDPROF_MIN_FREE, default 1G or 5%%, whichever is smaller)\n"
-    "  --ingest-memory SIZE     memory ingest may hold beyond the process's fixed needs: half\n"
-    "                           for copies of recent trace/sql/xml bytes (call assembly reads\n"
-    "                           them back), a quarter for the SQLite catalog's page cache, a\n"
-    "                           quarter for partial records (--max-buffered); 0 = no bound\n"
+    "  --ingest-memory SIZE     memory ingest may hold beyond the process's fixed needs: a\n"
+    "                           quarter for copies of recent trace/sql/xml bytes (call assembly\n"
+    "                           reads them back), a quarter for the SQLite catalog's page cache,\n"
+    "                           a quarter for trace whose calls records have not come yet (past\n"
+    "                           it agents' trace payloads wait: backpressure), an eighth for\n"
+    "                           partial records (--max-buffered); 0 = no bound\n"
     "                           (CLOUDPROF_INGEST_MEMORY, default 64M, at least 8M)\n"
     "  --max-buffered SIZE      partial records held for all agents together; past it an agent\n"
     "                           holding more than its share gets 0xFF (CLOUDPROF_MAX_BUFFERED,\n"
-    "                           default a quarter of --ingest-memory)\n"
+    "                           default an eighth of --ingest-memory)\n"
     "  --max-rotations-per-minute N\n"
     "                           INITs of one stream name per connection and minute, 0 = any\n"
     "                           (CLOUDPROF_MAX_ROTATIONS_PER_MINUTE, default 1200)\n"
@@ -641,7 +643,7 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
             snprintf(why, whylen, "%s: '%s' is too small: at least 8M (or 0 = no bound)", source, v);
             st = CP_EINVAL;
         }
-        if (st == CP_OK && !o->max_buffered_set) o->cfg.max_buffered = o->cfg.ingest_memory / 4;
+        if (st == CP_OK && !o->max_buffered_set) o->cfg.max_buffered = o->cfg.ingest_memory / 8;
         break;
     case OPT_MAX_ROTATIONS:
         if ((st = cp_parse_u64(v, UINT32_MAX, &n)) == CP_OK) o->cfg.max_rotations_per_min = (uint32_t)n;

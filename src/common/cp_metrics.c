@@ -125,6 +125,14 @@ static const cp_metric_def builtin[CP_M_COUNT] = {
                               "come, calls waiting, resolved sql/xml values, dictionary words, the rest "
                               "(the parts of cloudprof_ingest_memory_bytes{part=\"assembly\"}).",
                               CP_METRIC_GAUGE, L1("part", asm_values)},
+    [CP_M_INGEST_GATED] = {"cloudprof_ingest_gated_connections",
+                           "Agent connections not read for now: between two flush cycles while call assembly "
+                           "holds more than its share of --ingest-memory (their agents wait for an ack).",
+                           CP_METRIC_GAUGE, NOL},
+    [CP_M_INGEST_GATE_CLOSINGS] = {"cloudprof_ingest_gate_closings_total",
+                                   "Times call assembly went over its share of --ingest-memory and connections "
+                                   "between flush cycles stopped being read.",
+                                   CP_METRIC_COUNTER, NOL},
     [CP_M_COMPACTION_RUNS] = {"cloudprof_compaction_runs_total", "Compaction runs of the cold-tier task.",
                               CP_METRIC_COUNTER, NOL},
     [CP_M_COMPACTION_FAILURES] = {"cloudprof_compaction_failures_total",

@@ -66,6 +66,8 @@ typedef enum cp_metric_id {
     CP_M_HOT_QUEUE,                     /* gauge {stage: cp_m_hot_stage}, calls */
     CP_M_INGEST_MEMORY,                 /* gauge {part: cp_m_mem_part}, bytes */
     CP_M_ASSEMBLY_MEMORY,               /* gauge {part: cp_m_asm_part}, bytes */
+    CP_M_INGEST_GATED,                  /* gauge, connections */
+    CP_M_INGEST_GATE_CLOSINGS,          /* counter */
     CP_M_COMPACTION_RUNS,               /* counter */
     CP_M_COMPACTION_FAILURES,           /* counter */
     CP_M_COMPACTION_CALLS,              /* counter */

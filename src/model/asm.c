@@ -157,6 +157,8 @@ typedef struct extent {
     uint8_t too_large;
     uint8_t want_start;         /* the current segment starts at the next record */
     uint8_t want_end;           /* ... ends at the next record (depth-0 EXIT seen) */
+    uint8_t info_seen;          /* the root's call.info tag came (its end is near) */
+    uint8_t info_tags;          /* ... and root-level tags after it: the agent persisted it */
     seg *segs;
     size_t nsegs, capsegs;
     vref *refs;                 /* sql/xml references met in its events */
@@ -235,6 +237,7 @@ struct cp_asm {
     int64_t restart_ms;
     cp_dict dict;
     int32_t call_red_id;        /* dictionary id of "call.red", -1 if unknown */
+    int32_t call_info_id;       /* ... of "call.info" */
     /* trace */
     int64_t timer_start;        /* of the current trace file */
     thread_state *thr;          /* the chunk being decoded belongs to it */
@@ -307,6 +310,7 @@ cp_asm *cp_asm_new(const cp_asm_pod *pod, const cp_asm_limits *limits, const cp_
     a->service_len = a->service ? strlen(a->service) : 0;
     a->pod_len = a->pod ? strlen(a->pod) : 0;
     a->call_red_id = -1;
+    a->call_info_id = -1;
     cp_dict_init_pooled(&a->dict, a->io.words);
     list_init(&a->done);
     list_init(&a->waiting);
@@ -407,6 +411,8 @@ int cp_asm_word(cp_asm *a, int32_t id, const char *word, size_t len)
 {
     if (len == 8 && !memcmp(word, "call.red", 8)) a->call_red_id = id;
     else if (id == a->call_red_id) a->call_red_id = -1;
+    if (len == 9 && !memcmp(word, "call.info", 9)) a->call_info_id = id;
+    else if (id == a->call_info_id) a->call_info_id = -1;
     return cp_dict_put(&a->dict, id, word, len);
 }
 
@@ -415,6 +421,7 @@ void cp_asm_dict_reset(cp_asm *a)
     cp_dict_free(&a->dict);
     cp_dict_init_pooled(&a->dict, a->io.words);
     a->call_red_id = -1;
+    a->call_info_id = -1;
 }
 
 int cp_asm_pause(cp_asm *a, const cp_suspend_rec *r)
@@ -627,7 +634,8 @@ static int slim_room(slim_set *m, size_t nrefs)
 static int slim_add(slim_set *m, const extent *e)
 {
     const seg *g = &e->segs[0];
-    int64_t age = e->root_time - g->chunk_time;
+    int64_t age;
+    if (__builtin_sub_overflow(e->root_time, g->chunk_time, &age)) return CP_EINVAL; /* hostile times */
     if (e->nsegs != 1 || e->too_large || g->off < e->chunk_off || g->off - e->chunk_off >= UINT32_MAX ||
         g->len >= SLIM_DEAD || g->thread_id != (int32_t)g->thread_id || age != (int32_t)age ||
         e->nrefs > UINT16_MAX || e->done_ms < 0)
@@ -744,6 +752,17 @@ static void slim_drop(cp_asm *a, size_t j)
     slim_set *m = &a->slims;
     slim_del(m, j);
     a->nextents--;
+    if (!m->nlive) { /* between two flush cycles a connection keeps no rings at all */
+        size_t before = slim_bytes(m);
+        free(m->ring);
+        free(m->slot);
+        free(m->refs);
+        m->ring = NULL, m->slot = NULL, m->refs = NULL;
+        m->cap = m->nslot = m->rcap = 0;
+        m->head = m->tail = m->rhead = m->rtail = 0;
+        a->ext_bytes -= before - slim_bytes(m);
+        return;
+    }
     if (m->cap > 64 && m->nlive < m->cap / 8) {
         size_t before = slim_bytes(m);
         size_t rcap = ring_cap(m->rlive);
@@ -768,6 +787,11 @@ static void extents_expire(cp_asm *a, int64_t now_ms)
     }
 }
 
+/* A root call the agent did not persist has no calls record, ever (protocol.md §5.5: the
+ * synthetic tags after call.info are written only for persisted calls), so its extent is
+ * not kept -- with a real agent that is many root calls (40 of the 85 in the test-service
+ * capture; each one kept would wait for the extents' TTL). Kept anyway when a call
+ * already waits for it. */
 static void extent_complete(cp_asm *a, thread_state *t, uint64_t end, int64_t now_ms)
 {
     extent *e = t->cur;
@@ -777,6 +801,11 @@ static void extent_complete(cp_asm *a, thread_state *t, uint64_t end, int64_t no
     e->complete = 1;
     e->done_ms = now_ms;
     list_push(&a->done, &e->fifo);
+    if (e->info_seen && !e->info_tags && !kmap_get(&a->waiting_by_key, key_a(e->file, e->rec), e->chunk_off)) {
+        a->st.extents_unpersisted++;
+        extent_drop(a, e);
+        return;
+    }
     pcall_wake(a, e->file, e->chunk_off, e->rec);
     extent_slim(a, e);
 }
@@ -863,6 +892,11 @@ int cp_asm_trace(cp_asm *a, int32_t file_index, const cp_trace_rec *r, int64_t n
         if (t->depth > 0 && --t->depth == 0 && t->cur) t->cur->want_end = 1;
         break;
     case CP_TRACE_TAG:
+        if (t->cur && t->depth == 1) { /* a root-level tag: call.info, then the persisted call's */
+            if (t->cur->info_seen) t->cur->info_tags = 1;
+            else if (r->id == a->call_info_id && a->call_info_id >= 0 && r->param_type == 0 && r->value.n == 0)
+                t->cur->info_seen = 1;
+        }
         if (t->cur && (r->param_type == 1 || r->param_type == 3) && !t->cur->too_large) {
             extent *e = t->cur;
             if (e->nrefs == e->caprefs) {
@@ -1561,15 +1595,32 @@ int64_t cp_asm_next_deadline(const cp_asm *a)
     return d;
 }
 
+/* extents as kept (ext_bytes); pending calls and scratch buffers at their sizes */
+static size_t mem_extents(const cp_asm *a)
+{
+    return a->extents.cap * sizeof(kent) + a->ext_bytes + a->nspare_extents * sizeof(extent);
+}
+
+static size_t mem_calls(const cp_asm *a)
+{
+    return a->npending * (sizeof(pcall) + 128) + a->waiting_by_key.cap * sizeof(kent) +
+           a->nspare_calls * sizeof(pcall);
+}
+
+/* Extents as kept (the slim rings at their capacity: they are let go when empty) and
+ * waiting calls; not the recycled allocations, which stay with the connection (bounded
+ * per connection) and do not shrink by waiting. */
+size_t cp_asm_waiting_bytes(const cp_asm *a) { return a->ext_bytes + a->npending * (sizeof(pcall) + 128); }
+
+int cp_asm_idle(const cp_asm *a) { return a->npending == 0 && list_empty(&a->done) && a->slims.nlive == 0; }
+
 void cp_asm_get_stats(const cp_asm *a, cp_asm_stats *st)
 {
     *st = a->st;
     st->pending = a->npending;
     st->extents_live = a->nextents;
-    /* extents as kept (ext_bytes); pending calls and scratch buffers at their sizes */
-    st->mem_extents = a->extents.cap * sizeof(kent) + a->ext_bytes + a->nspare_extents * sizeof(extent);
-    st->mem_calls = a->npending * (sizeof(pcall) + 128) + a->waiting_by_key.cap * sizeof(kent) +
-                    a->nspare_calls * sizeof(pcall);
+    st->mem_extents = mem_extents(a);
+    st->mem_calls = mem_calls(a);
     st->mem_values = a->vcache_bytes + (a->vcache ? VCACHE_SLOTS * sizeof *a->vcache : 0);
     st->mem_dict = cp_dict_bytes(&a->dict);
     st->memory = sizeof *a + st->mem_dict + st->mem_extents + st->mem_calls + st->mem_values +

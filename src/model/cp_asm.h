@@ -82,8 +82,18 @@ size_t cp_asm_pending(const cp_asm *a);
 /* Earliest now_ms at which a pump may make progress without new input (INT64_MAX: none). */
 int64_t cp_asm_next_deadline(const cp_asm *a);
 
+/* Bytes that wait on the agent's next input: extents kept (for calls records not yet
+ * come, or root calls still running) and calls waiting for their trace, live entries
+ * only. They are what grows when flush cycles are slowed down (an agent sends a cycle's
+ * trace before its calls). O(1). */
+size_t cp_asm_waiting_bytes(const cp_asm *a);
+/* 1 when no complete extent waits for its calls record and no call waits for anything:
+ * not reading the connection for a while then holds up only the connection itself. */
+int cp_asm_idle(const cp_asm *a);
+
 typedef struct cp_asm_stats {
     uint64_t calls_in, calls_out, without_trace, extents, extents_dropped;
+    uint64_t extents_unpersisted;  /* root calls the agent did not persist: not kept */
     uint64_t trace_bytes_read, values_read;
     size_t pending, memory;
     size_t extents_live;         /* extents kept now (complete or open) */

@@ -205,13 +205,17 @@ static void on_asm_timer(uv_timer_t *t)
             part[CP_M_ASM_OTHER] += as.memory - as.mem_extents - as.mem_calls - as.mem_values - as.mem_dict;
         }
         if (!c->asm_ || !cp_asm_pending(c->asm_)) continue;
-        if (cp_asm_next_deadline(c->asm_) <= (int64_t)now) cp_srv_asm_pump(c);
+        if (cp_asm_next_deadline(c->asm_) <= (int64_t)now) {
+            cp_srv_asm_pump(c);
+            cp_srv_gate_account(c);
+        }
         if (c->asm_) waiting += cp_asm_pending(c->asm_);
     }
     cp_metrics_set(s->cfg->metrics, CP_M_HOT_QUEUE, CP_M_HOT_ASSEMBLY, (int64_t)waiting);
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_TAILS, (int64_t)s->tails.used);
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_PARTIAL, (int64_t)s->buffered);
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_ASSEMBLY, (int64_t)asm_mem);
+    cp_metrics_set(s->cfg->metrics, CP_M_INGEST_GATED, 0, (int64_t)s->ngated);
     for (int i = 0; i < CP_M_ASM_COUNT; i++) cp_metrics_set(s->cfg->metrics, CP_M_ASSEMBLY_MEMORY, i, (int64_t)part[i]);
     release_freed(s, asm_mem);
 }

@@ -47,7 +47,8 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     cp_conn *c = h->data;
     buf->base = (char *)c->srv->rbuf;
-    buf->len = CP_SRV_READ_BUF;
+    /* a read that may stop at the gate is kept until the gate lets it in: small ones */
+    buf->len = cp_srv_gate_may_stop(c) ? CP_SRV_GATE_READ : CP_SRV_READ_BUF;
 }
 
 /* One place decides whether we read: not after EOF, not while replies pile up (the peer
@@ -59,7 +60,7 @@ static void update_reading(cp_conn *c)
     int want;
     if (c->closed || c->eof) want = 0;
     else if (c->state == CONN_CLOSING) want = c->shut == 2;
-    else want = c->state == CONN_ACTIVE && !c->held &&
+    else want = c->state == CONN_ACTIVE && !c->held && !c->gated &&
                 c->write_queued + c->out.len + c->tls_out.len <= CP_SRV_WRITE_HIGH && c->in.len <= CP_SRV_STASH_HIGH;
     if (want && !c->reading) {
         if (uv_read_start(stream_of(c), alloc_cb, read_cb) == 0) c->reading = 1;
@@ -69,6 +70,8 @@ static void update_reading(cp_conn *c)
         c->reading = 0;
     }
 }
+
+void cp_conn_update_reading(cp_conn *c) { update_reading(c); }
 
 /* ---- output ------------------------------------------------------------------------------- */
 
@@ -203,7 +206,7 @@ static size_t process(cp_conn *c, const uint8_t *p, size_t n)
 {
     size_t off = 0;
     data_run run = {.n = 0};
-    while (c->state == CONN_ACTIVE && off < n) {
+    while (c->state == CONN_ACTIVE && !c->gated && off < n) {
         cp_cmd cmd;
         size_t used;
         int st = cp_wire_parse(p + off, n - off, &cmd, &used);
@@ -232,6 +235,7 @@ static size_t process(cp_conn *c, const uint8_t *p, size_t n)
                     return off;
                 }
                 if (!(f = cp_proto_data_target(c, &cmd))) break;
+                if (cp_srv_gate_stream(c, f->kind)) return off; /* in the line: the rest waits */
                 run.f = f;
                 run.start = off;
             }
@@ -252,7 +256,12 @@ static size_t process(cp_conn *c, const uint8_t *p, size_t n)
 
 static void stash(cp_conn *c, const uint8_t *p, size_t n)
 {
-    if (n && cp_buf_append(&c->in, p, n) != CP_OK) hard_close(c, "out of memory for input");
+    if (!n) return;
+    if (!c->in.cap) { /* the usual case: what is left of one read, kept as it is */
+        c->in.data = malloc(n);
+        if (c->in.data) c->in.cap = n;
+    }
+    if (cp_buf_append(&c->in, p, n) != CP_OK) hard_close(c, "out of memory for input");
 }
 
 /* New bytes from the socket (p aliases the shared read buffer). */
@@ -290,9 +299,10 @@ static void peer_gone(cp_conn *c, int err)
     c->eof = 1;
     update_reading(c);
     if (c->state == CONN_CLOSING) hard_close(c, NULL); /* drained: the peer is gone */
-    else if (c->state == CONN_ACTIVE)
+    else if (c->state == CONN_ACTIVE && !c->gated)
         cp_conn_close(c, err != UV_EOF ? uv_strerror(err) : c->in.len ? "peer closed mid-command" : "peer closed");
-    /* CONN_WAIT_SYNC: handled when the sync is done (stashed commands come first) */
+    /* CONN_WAIT_SYNC, or in the gate's line: handled when the sync is done or the gate lets
+     * it in (stashed commands come first) */
 }
 
 /* A TLS handshake failed, stalled or presented a refused certificate (metrics). */
@@ -353,6 +363,7 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     if (c->tls) tls_input(c, (const uint8_t *)buf->base, (size_t)nread);
     else input(c, (const uint8_t *)buf->base, (size_t)nread);
     cp_conn_flush(c);
+    if (!c->closed) cp_srv_gate_account(c);
     /* its share of the iteration read: the rest waits for the next one */
     if (c->iter_gen != s->iter_gen) c->iter_gen = s->iter_gen, c->iter_read = 0;
     c->iter_read += (uint32_t)nread;
@@ -376,18 +387,30 @@ void cp_srv_release_held(cp_server *s)
     s->iter_gen++;
 }
 
-/* Runs the commands stashed while the connection waited for a sync. */
+/* Runs the commands stashed while the connection waited for a sync (or in the gate's
+ * line). */
 static void resume(cp_conn *c)
 {
     c->state = CONN_ACTIVE;
-    if (c->in.len) {
+    if (c->in.len && !c->gated) {
         size_t k = process(c, c->in.data, c->in.len);
         if (c->state != CONN_CLOSING) cp_buf_consume(&c->in, k);
         if (c->in.len == 0) cp_buf_free(&c->in);
     }
-    if (c->state == CONN_ACTIVE && c->eof) cp_conn_close(c, c->in.len ? "peer closed mid-command" : "peer closed");
+    if (c->state == CONN_ACTIVE && c->eof && !c->gated)
+        cp_conn_close(c, c->in.len ? "peer closed mid-command" : "peer closed");
     cp_conn_flush(c);
+    if (!c->closed) cp_srv_gate_account(c);
     update_reading(c);
+}
+
+void cp_conn_ungate(cp_conn *c)
+{
+    if (c->closed || c->state != CONN_ACTIVE) { /* a sync or the close sequence goes on by itself */
+        update_reading(c);
+        return;
+    }
+    resume(c);
 }
 
 /* ---- close sequence ------------------------------------------------------------------------ */
@@ -398,6 +421,7 @@ static void conn_release(cp_conn *c)
     cp_server *s = c->srv;
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
         if (c->slots[i].file) cp_sfile_finalize(c->slots[i].file);
+    cp_srv_gate_drop(c);
     cp_srv_asm_finish(c); /* reads the files: before they are freed */
     if (c->identified) {
         /* every call is in the open transaction or an earlier one that committed (a failed
@@ -642,5 +666,5 @@ void cp_conn_sweep(cp_conn *c, uint64_t now)
         return;
     }
     uint32_t idle = c->srv->cfg->idle_timeout_ms;
-    if (idle && now - c->last_io_ms >= idle) cp_conn_close(c, "idle timeout");
+    if (idle && !c->gated && now - c->last_io_ms >= idle) cp_conn_close(c, "idle timeout"); /* gated: ours */
 }

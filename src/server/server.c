@@ -36,7 +36,7 @@ void cp_server_config_default(cp_server_config *cfg)
     cfg->min_free_bytes = (uint64_t)1 << 30;
     cfg->min_free_pct = 5;
     cfg->ingest_memory = (uint64_t)64 << 20;
-    cfg->max_buffered = cfg->ingest_memory / 4;
+    cfg->max_buffered = cfg->ingest_memory / 8;
     cfg->max_rotations_per_min = 1200;
     cfg->max_files_per_conn = 20000;
     for (int k = 0; k < CP_STREAM_KIND_COUNT; k++) {
@@ -148,6 +148,7 @@ static void on_check(uv_check_t *h)
     }
     cp_sync_submit(s);
     cp_srv_release_held(s);
+    cp_srv_gate_iteration(s);
 }
 
 /* Catalog upkeep that waits on the disk (a WAL checkpoint fsyncs) runs on the threadpool:
@@ -416,7 +417,8 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
     }
     if (st == CP_OK) st = cp_catalog_open(cfg->catalog ? cfg->catalog : path, &s->catalog, err, errlen);
     if (st == CP_OK && cfg->idle_methods) cp_catalog_set_idle(s->catalog, cfg->idle_methods, cfg->nidle_methods);
-    s->tails.budget = (size_t)(cfg->ingest_memory / 2);
+    s->tails.budget = (size_t)(cfg->ingest_memory / 4);
+    s->asm_share = cfg->ingest_memory / 4; /* gate.c */
     if (st == CP_OK && cfg->ingest_memory && cp_catalog_set_cache_max(s->catalog, cfg->ingest_memory / 4) != CP_OK) {
         snprintf(err, errlen, "catalog: %s", cp_catalog_errmsg(s->catalog));
         st = CP_EINVAL;

@@ -32,6 +32,8 @@
 #define CP_SRV_READ_BUF (64 * 1024)        /* the one shared read buffer */
 #define CP_SRV_WRITE_HIGH (64 * 1024)      /* queued reply bytes that pause reading */
 #define CP_SRV_STASH_HIGH (1024 * 1024)    /* input stashed during a sync that pauses reading */
+#define CP_SRV_GATE_HOLDERS 64             /* gate.c: ticket holders at most */
+#define CP_SRV_GATE_READ (8 * 1024)        /* gate.c: reads of connections it may stop */
 /* Bytes one connection may read in one loop iteration; then it waits for the next one
  * (libuv reads a ready socket up to 32 times per iteration: 2 MiB). An iteration then ends
  * (commit, fsync batch, flush acks) after at most this much of each agent's data, every
@@ -132,6 +134,13 @@ struct cp_conn {
     uint64_t tls_fed;         /* ciphertext bytes fed before the handshake was done */
     uint64_t tls_deadline;    /* loop time the handshake must be done by */
     char *tls_ns;             /* the namespace its client certificate allows, or NULL */
+    /* gate.c: call assembly's share of --ingest-memory */
+    uint8_t gated;            /* stopped at a trace payload: in the line, not read */
+    uint8_t ticket;           /* holder slot + 1: may send trace while over the share */
+    cp_conn *gprev, *gnext;   /* the line */
+    uint64_t gated_ms;        /* loop time it joined the line */
+    uint64_t ticket_ms;       /* loop time it got its ticket */
+    uint64_t asm_waiting;     /* its cp_asm_waiting_bytes at the last count */
 };
 
 /* What the recovery worker reports (/api/v1/health). */
@@ -222,11 +231,39 @@ struct cp_server {
     cp_rawlog_tailpool tails; /* the tail copies of every live file (--ingest-memory / 2) */
     cp_wordpool *words;       /* the connections' dictionary words, each distinct one once */
     cp_conn **held;           /* the connections that read their share in this iteration */
+    /* gate.c */
+    uint64_t asm_share;       /* assembly's share of --ingest-memory (0: no gate) */
+    uint64_t asm_waiting;     /* the connections' asm_waiting, summed */
+    uint64_t gate_closings;   /* times the gate closed */
+    uint64_t gate_logged_ms;  /* loop time it was last logged */
+    int asm_over;             /* over the share (and not yet back under 3/4 of it) */
+    cp_conn *gate_head, *gate_tail; /* the line, first come first */
+    size_t ngated, ntickets;
+    cp_conn *holders[CP_SRV_GATE_HOLDERS]; /* the ticket holders */
     uint32_t iter_gen;        /* loop iterations (wraps) */
     size_t nheld, capheld;
 };
 /* The loop iteration ends: the held connections read again. */
 void cp_srv_release_held(cp_server *s);
+/* Reading on or off, as the connection's state says (update_reading). */
+void cp_conn_update_reading(cp_conn *c);
+
+/* Its stashed input goes on (after the gate let it in). */
+void cp_conn_ungate(cp_conn *c);
+
+/* gate.c: after a connection's input was processed (or its assembly pumped): its
+ * assembly's waiting bytes counted again. */
+void cp_srv_gate_account(cp_conn *c);
+/* A run of payloads for a stream of this kind starts: 1 when the connection must stop
+ * here (a trace payload while assembly is over its share and it holds no ticket: it is
+ * in the line now, not read; the command stays unprocessed). */
+int cp_srv_gate_stream(cp_conn *c, cp_stream_kind kind);
+/* 1 when the connection's next trace payload would stop at the gate. */
+int cp_srv_gate_may_stop(const cp_conn *c);
+/* Once per loop iteration: tickets to the line, or the whole line back under the share. */
+void cp_srv_gate_iteration(cp_server *s);
+/* The connection goes: out of the line and the sums. */
+void cp_srv_gate_drop(cp_conn *c);
 
 /* server.c */
 void cp_srv_log(cp_server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -10,15 +10,21 @@
  *     emulator's calls_sent (waited for, up to 120 s), it equals calls_sent exactly, and so
  *     does the number of calls records in the raw log; the total is read again after the
  *     raw log was counted and has not moved (nothing stored late, nothing twice).
- *   - the budgeted parts stay in their shares (/metrics cloudprof_ingest_memory_bytes,
- *     read every 100 ms with the RSS): tail copies <= half the budget, partial records <= a quarter.
+ *   - the budgeted parts stay in their shares (/metrics cloudprof_ingest_memory_bytes and
+ *     cloudprof_assembly_memory_bytes, read every 100 ms with the RSS): tail copies <= a
+ *     quarter of the budget, partial records <= an eighth, and what call assembly keeps
+ *     waiting for the agents (extents, waiting calls) <= half of it: the gate (gate.c) keeps
+ *     it near its quarter by holding agents' trace payloads back -- it must have closed
+ *     (cloudprof_ingest_gate_closings_total > 0): this load is more than the share holds.
+ *     Without the gate the same run kept 64-84 MB of extents.
  * The figures (peak RSS, calls, the parts) are printed; nothing is asserted on rates or
  * latencies.
  *
- * Not yet within the budget (issue 18 left open): call assembly's state -- the extents of
- * root calls whose calls records have not arrived yet, which an agent under backpressure
- * can leave at hundreds of thousands. The RSS bound checked is therefore the budget +
- * 32 MiB + the assembly part's peak as /metrics reports it.
+ * Not within the budget (issue 18 left open): the rest of call assembly's state -- each
+ * connection's resolved-value cache, its dictionary's index, recycled allocations --
+ * bounded per connection, not by the budget. The RSS bound checked is therefore the
+ * budget + 32 MiB + those parts' peak as /metrics reports them; the test prints whether
+ * the peak was within the budget + 32 MiB alone.
  */
 #include "server_util.h"
 
@@ -38,6 +44,9 @@
 /* The ingest memory parts /metrics reports, each kept at its peak. */
 typedef struct mem_parts {
     long long tails, partial, assembly;
+    long long waiting;  /* assembly's extents + waiting calls (under the gate) */
+    long long outside;  /* assembly's values + words + other (per connection) */
+    long long gated;    /* connections in the gate's line */
 } mem_parts;
 
 /* GET /metrics into body (NUL-terminated); fails the test unless it answers 200. */
@@ -70,10 +79,22 @@ static void sample_parts(const test_server *s, mem_parts *peak)
     long long v[3] = {metric_value(t, "cloudprof_ingest_memory_bytes{part=\"tail_copies\"}"),
                       metric_value(t, "cloudprof_ingest_memory_bytes{part=\"partial_records\"}"),
                       metric_value(t, "cloudprof_ingest_memory_bytes{part=\"assembly\"}")};
+    long long a[5] = {metric_value(t, "cloudprof_assembly_memory_bytes{part=\"extents\"}"),
+                      metric_value(t, "cloudprof_assembly_memory_bytes{part=\"waiting_calls\"}"),
+                      metric_value(t, "cloudprof_assembly_memory_bytes{part=\"values\"}"),
+                      metric_value(t, "cloudprof_assembly_memory_bytes{part=\"words\"}"),
+                      metric_value(t, "cloudprof_assembly_memory_bytes{part=\"other\"}")};
+    long long gated = metric_value(t, "cloudprof_ingest_gated_connections ");
     if (v[0] < 0 || v[1] < 0 || v[2] < 0) server_fail(s, "/metrics has no cloudprof_ingest_memory_bytes parts");
+    for (int i = 0; i < 5; i++)
+        if (a[i] < 0) server_fail(s, "/metrics has no cloudprof_assembly_memory_bytes parts");
+    if (gated < 0) server_fail(s, "/metrics has no cloudprof_ingest_gated_connections");
     if (v[0] > peak->tails) peak->tails = v[0];
     if (v[1] > peak->partial) peak->partial = v[1];
     if (v[2] > peak->assembly) peak->assembly = v[2];
+    if (a[0] + a[1] > peak->waiting) peak->waiting = a[0] + a[1];
+    if (a[2] + a[3] + a[4] > peak->outside) peak->outside = a[2] + a[3] + a[4];
+    if (gated > peak->gated) peak->gated = gated;
     cp_buf_free(&body);
 }
 
@@ -91,6 +112,16 @@ static void check_responsive(const test_server *s)
     metrics_fetch(s, &body); /* 200, or the test fails */
     if (body.len <= 1) server_fail(s, "/metrics under load answered an empty body");
     cp_buf_free(&body);
+}
+
+/* One number of /metrics, summed over the series whose line starts with `prefix` (0 if none). */
+static long long metric_sum(const test_server *s, const char *prefix)
+{
+    cp_buf body;
+    metrics_fetch(s, &body);
+    long long v = metric_value((const char *)body.data, prefix);
+    cp_buf_free(&body);
+    return v < 0 ? 0 : v;
 }
 
 static void test_overload(void **state)
@@ -114,7 +145,7 @@ static void test_overload(void **state)
     long rss_max = rss_start;
     long samples = 0;
     int checks = 0;
-    mem_parts parts = {0, 0, 0};
+    mem_parts parts = {0, 0, 0, 0, 0, 0};
     while (!emulate_done(&emu)) {
         long rss = server_status_kb(&s, "VmRSS");
         if (rss < 0) server_fail(&s, "cannot read /proc/%d/status: the server is gone", (int)s.pid);
@@ -150,19 +181,23 @@ static void test_overload(void **state)
     long peak = hwm > rss_max ? hwm : rss_max;
     long long raw = raw_calls_total(&s);
     long long api_after = api_calls_total(&s, from, to);
+    long long closings = metric_sum(&s, "cloudprof_ingest_gate_closings_total");
 
     printf("overload: %s agents, --calls-per-sec 0 for %zu s, --ingest-memory 64M; emulator ran %.1f s (exit %d, "
            "errors %lld, missing acks %lld)\n",
            AGENTS, secs, run_s, emu.status, errors, missing);
-    printf("overload: peak parts: tail copies %lld KiB, partial records %lld KiB, assembly %lld KiB\n",
-           parts.tails / 1024, parts.partial / 1024, parts.assembly / 1024);
+    printf("overload: peak parts: tail copies %lld KiB, partial records %lld KiB, assembly %lld KiB (waiting for "
+           "agents %lld KiB, per-connection state %lld KiB); gate closed %lld times, at most %lld connections in line\n",
+           parts.tails / 1024, parts.partial / 1024, parts.assembly / 1024, parts.waiting / 1024,
+           parts.outside / 1024, closings, parts.gated);
     printf("overload: calls acknowledged %lld, in the API %lld (%.1f s after the emulator; %lld after counting the raw "
            "log), in the raw log %lld\n",
            sent, api, catch_up_s, api_after, raw);
-    long bound = (BUDGET_MIB + SLACK_MIB) * 1024L + (long)(parts.assembly / 1024);
+    long bound = (BUDGET_MIB + SLACK_MIB) * 1024L + (long)(parts.outside / 1024);
     printf("overload: RSS %ld KiB at start, peak %ld KiB (max VmRSS of %ld samples %ld KiB, VmHWM %ld KiB); bound %ld "
-           "KiB (budget + slack + assembly)%s\n",
+           "KiB (budget + slack + assembly's per-connection state); budget + slack alone %s%s\n",
            rss_start, peak, samples, rss_max, hwm, bound,
+           peak <= (BUDGET_MIB + SLACK_MIB) * 1024L ? "held" : "exceeded",
 #ifdef CP_TEST_SANITIZED
            " (not checked: sanitized build)"
 #else
@@ -183,29 +218,23 @@ static void test_overload(void **state)
     if (api_after != sent) server_fail(&s, "the API's total moved from %lld to %lld after it settled", api, api_after);
     /* memory bounded under overload: the budgeted parts in their shares, and nothing else grows */
     assert_true(parts.tails > 0);
-    if (parts.tails > (long long)BUDGET_MIB * 1024 * 1024 / 2)
-        server_fail(&s, "tail copies reached %lld bytes, over half the budget", parts.tails);
-    if (parts.partial > (long long)BUDGET_MIB * 1024 * 1024 / 4)
-        server_fail(&s, "partial records reached %lld bytes, over a quarter of the budget", parts.partial);
+    if (parts.tails > (long long)BUDGET_MIB * 1024 * 1024 / 4)
+        server_fail(&s, "tail copies reached %lld bytes, over a quarter of the budget", parts.tails);
+    if (parts.partial > (long long)BUDGET_MIB * 1024 * 1024 / 8)
+        server_fail(&s, "partial records reached %lld bytes, over an eighth of the budget", parts.partial);
+    if (closings < 1) server_fail(&s, "the assembly gate never closed under overload");
+    if (parts.waiting > (long long)BUDGET_MIB * 1024 * 1024 / 2)
+        server_fail(&s, "call assembly kept %lld bytes waiting for the agents, over half the budget", parts.waiting);
 #ifndef CP_TEST_SANITIZED
     if (peak > bound)
-        server_fail(&s, "peak RSS %ld KiB over the %d MiB budget + %d MiB + assembly's %lld KiB", peak, BUDGET_MIB,
-                    SLACK_MIB, parts.assembly / 1024);
+        server_fail(&s, "peak RSS %ld KiB over the %d MiB budget + %d MiB + assembly's per-connection %lld KiB", peak,
+                    BUDGET_MIB, SLACK_MIB, parts.outside / 1024);
 #endif
     json_decref(sum);
     server_stop(&s);
     server_destroy(&s);
 }
 
-/* One number of /metrics, summed over the series whose line starts with `prefix` (0 if none). */
-static long long metric_sum(const test_server *s, const char *prefix)
-{
-    cp_buf body;
-    metrics_fetch(s, &body);
-    long long v = metric_value((const char *)body.data, prefix);
-    cp_buf_free(&body);
-    return v < 0 ? 0 : v;
-}
 
 /* kill -9 while the server is saturated (issue 18: "a test kills the server while the
  * queues are full"): 200 agents as fast as acknowledged; each time many calls are on their

@@ -463,12 +463,53 @@ static void test_trace_wait_bound(void **state)
     got_free(&g);
 }
 
+/* The whole trace before any calls record, as an agent's flush cycle sends them: root
+ * calls the agent did not persist (call.info with no tags after it) are not kept; the
+ * 45 persisted ones are, and once their calls records came nothing waits any more --
+ * so exactly the unpersisted ones were dropped, and none of them had a record. */
+static void test_unpersisted_roots_not_kept(void **state)
+{
+    (void)state;
+    static got g;
+    feeder f = {.a = new_asm(&g, NULL), .now = 1000};
+    cp_buf_init(&f.utf8);
+    stream_feed s[6];
+    sf_init(&s[0], CP_STREAM_DICTIONARY, &fx.dict, NULL, &f);
+    sf_init(&s[1], CP_STREAM_SUSPEND, &fx.suspend, NULL, &f);
+    sf_init(&s[2], CP_STREAM_SQL, &fx.sql, &fx.sql_avail, &f);
+    sf_init(&s[3], CP_STREAM_XML, &fx.xml, &fx.xml_avail, &f);
+    sf_init(&s[4], CP_STREAM_TRACE, &fx.trace, &fx.trace_avail, &f);
+    sf_init(&s[5], CP_STREAM_CALLS, &fx.calls, NULL, &f);
+    for (int i = 0; i < 5; i++) while (sf_step(&s[i], 4096)) {}
+    cp_asm_stats st;
+    cp_asm_get_stats(f.a, &st);
+    /* this trace has 85 root calls, 45 of them persisted (their calls records) */
+    assert_int_equal(st.extents, 85);
+    assert_int_equal(st.extents_unpersisted, 40);
+    assert_int_equal(st.extents_live, NCALLS);
+    assert_int_equal(st.extents_dropped, 0);
+    assert_false(cp_asm_idle(f.a));            /* complete extents wait for their records */
+    assert_true(cp_asm_waiting_bytes(f.a) >= NCALLS * 64);
+    while (sf_step(&s[5], 4096)) assert_int_equal(cp_asm_pump(f.a, ++f.now, 0), CP_OK);
+    assert_int_equal(g.n, NCALLS);
+    for (size_t i = 0; i < g.n; i++) {
+        assert_null(g.c[i].reason); /* every persisted call found its extent */
+        walk w;
+        check_blob(&g.c[i], &w);
+    }
+    assert_true(cp_asm_idle(f.a)); /* no complete extent left unclaimed, no call waiting */
+    assert_true(cp_asm_waiting_bytes(f.a) < 1024); /* the rings are let go (a scratch array stays) */
+    cp_asm_free(f.a);
+    cp_buf_free(&f.utf8);
+    got_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_call_assembled), cmocka_unit_test(test_params_resolved),
         cmocka_unit_test(test_order_independent),    cmocka_unit_test(test_cut_trace_keeps_calls),
-        cmocka_unit_test(test_trace_wait_bound),
+        cmocka_unit_test(test_trace_wait_bound),     cmocka_unit_test(test_unpersisted_roots_not_kept),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
