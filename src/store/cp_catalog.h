@@ -145,8 +145,9 @@ typedef struct cp_catalog_ops {
     int (*set_wal_max)(cp_catalog *c, uint64_t bytes);
     /* A bulk writer (imports): a small page cache (SQLite); NULL = nothing to change. */
     int (*set_bulk)(cp_catalog *c);
-    /* The writer's page cache at most this many bytes (SQLite, default 64 MiB; at least
-     * 1 MiB); NULL = the database server's own memory (PostgreSQL). */
+    /* The writer's memory for what it has not written yet, at most this many bytes:
+     * SQLite's page cache (default 64 MiB; at least 1 MiB); PostgreSQL's COPY tuples
+     * buffered before a flush (default 64 MiB; at least 1 MiB). */
     int (*set_cache_max)(cp_catalog *c, uint64_t bytes);
     /* Commits what is open, then every later commit is durable when it returns (on) or
      * not (off, SQLite's default here: the raw log is the durable copy). SQLite: a FULL

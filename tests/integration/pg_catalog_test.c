@@ -657,6 +657,48 @@ static void test_calls(void **state)
     drop_db(url);
 }
 
+/* The COPY buffers stay within the writer's memory bound (cp_catalog_set_cache_max, the
+ * server's share of --ingest-memory): past half of it they are flushed into the open
+ * transaction. The rows reach the server before the commit (the window tables grow while
+ * nothing is visible yet) and the commit makes all of them visible at once, each once. */
+static void test_copy_buffer_bound(void **state)
+{
+    (void)state;
+    char *url = new_db();
+    cp_catalog *cat = open_cat(url);
+    PGconn *db = raw_connect(url);
+    ok(cat, cp_catalog_set_windows(cat, 5 * MIN_MS, 3 * HOUR), "set_windows");
+    ok(cat, cp_catalog_set_cache_max(cat, 1u << 20), "set_cache_max"); /* flushes past 512 KiB */
+    ok(cat, cp_catalog_windows_prepare(cat, T2026), "prepare");
+    ok(cat, cp_catalog_commit(cat), "commit");
+    enum { N = 4000 };
+    tcall *t = calloc(N, sizeof *t);
+    uint64_t rng = 7;
+    for (size_t i = 0; i < N; i++) {
+        make_call(&t[i], i, T2026, 30 * MIN_MS, &rng);
+        t[i].c.trace_reason = NULL; /* ~2 MB of tuples: several flushes */
+        t[i].c.trace = t[i].trace, t[i].c.trace_len = sizeof t[i].trace;
+    }
+    for (size_t i = 0; i < N; i++) ok(cat, cp_catalog_call_put(cat, &t[i].c), "call_put");
+    const char *sizes = "SELECT coalesce(sum(pg_relation_size(table_name::regclass)), 0) FROM inventory"
+                        " WHERE table_type = 'calls'";
+    assert_true(q_int(db, "%s", sizes) > 0); /* sent already, inside the open transaction */
+    PGresult *r = q(db, "SELECT table_name FROM inventory WHERE table_type = 'calls'");
+    for (int i = 0; i < PQntuples(r); i++)
+        assert_int_equal(q_int(db, "SELECT count(*) FROM %s", PQgetvalue(r, i, 0)), 0); /* none visible */
+    PQclear(r);
+    ok(cat, cp_catalog_commit(cat), "commit");
+    int *seen = calloc(N, sizeof *seen);
+    assert_int_equal(check_tables(db, t, N, seen), N);
+    for (size_t i = 0; i < N; i++) assert_int_equal(seen[i], 1);
+    assert_int_equal(q_int(db, "SELECT sum(calls) FROM call_counts"), N);
+    free(seen);
+    free(t);
+    cp_catalog_close(cat);
+    PQfinish(db);
+    drop_db(url);
+}
+
 static void test_windows_prepare(void **state)
 {
     (void)state;
@@ -1375,6 +1417,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_migrations),   cmocka_unit_test(test_concurrent_open),
         cmocka_unit_test(test_metadata),     cmocka_unit_test(test_calls),
+        cmocka_unit_test(test_copy_buffer_bound),
         cmocka_unit_test(test_windows_prepare), cmocka_unit_test(test_compaction),
         cmocka_unit_test(test_late_calls),   cmocka_unit_test(test_takeover),
         cmocka_unit_test(test_concurrent_claims), cmocka_unit_test(test_retention),

@@ -681,6 +681,12 @@ static int pg_call_put(cp_catalog *base, const cp_call *call)
     return st == CP_OK ? cp_pg_hot_put(c->hot, call) : st;
 }
 
+static int pg_set_cache_max(cp_catalog *base, uint64_t bytes)
+{
+    cp_pg_hot_set_max_bytes(((pg_catalog *)base)->hot, bytes);
+    return CP_OK;
+}
+
 static void pg_set_idle(cp_catalog *base, const char *const *idle, size_t n)
 {
     cp_pg_hot_set_idle(((pg_catalog *)base)->hot, idle, n);
@@ -1435,6 +1441,7 @@ static const cp_catalog_ops pg_ops = {
     .call_put = pg_call_put,
     .set_windows = pg_set_windows,
     .set_idle = pg_set_idle,
+    .set_cache_max = pg_set_cache_max,
     .windows_prepare = pg_windows_prepare,
     .unfinished = pg_unfinished,
     .restart_files = pg_restart_files,

@@ -124,6 +124,9 @@ int cp_pg_begin(pg_catalog *c);
 int cp_pg_hot_new(pg_catalog *c, pg_hot **out);
 /* The idle-method list of the rollups' system flag (kept by pointer). */
 void cp_pg_hot_set_idle(pg_hot *h, const char *const *idle, size_t n);
+/* The COPY buffers' bound: their capacity stays within `bytes` (a flush into the open
+ * transaction when their contents reach half of it). */
+void cp_pg_hot_set_max_bytes(pg_hot *h, uint64_t bytes);
 void cp_pg_hot_free(pg_hot *h);
 /* Buffers one call (no server round trip except a new block of row ids). */
 int cp_pg_hot_put(pg_hot *h, const cp_call *call);

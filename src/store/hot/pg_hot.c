@@ -74,6 +74,7 @@ struct pg_hot {
     size_t nwin;
     pg_win *last;
     size_t bytes;                     /* tuples buffered */
+    size_t max_bytes;                 /* ... flushed when they reach it */
     int64_t next_id, ids_left;
     pg_count *cnt;                    /* PGH_MAX_COUNTS */
     size_t ncnt;
@@ -85,6 +86,14 @@ struct pg_hot {
     size_t nidle;
     int64_t idle_fp;
 };
+
+void cp_pg_hot_set_max_bytes(pg_hot *h, uint64_t bytes)
+{
+    /* a buffer doubles as it grows: contents up to half of the bound keep it within */
+    uint64_t half = bytes / 2;
+    if (half < (512u << 10)) half = 512u << 10;
+    h->max_bytes = half < PGH_MAX_BYTES ? (size_t)half : PGH_MAX_BYTES;
+}
 
 void cp_pg_hot_set_idle(pg_hot *h, const char *const *idle, size_t n)
 {
@@ -105,6 +114,7 @@ int cp_pg_hot_new(pg_catalog *c, pg_hot **out)
         h->cnt = calloc(PGH_MAX_COUNTS, sizeof *h->cnt);
         h->cnt_slot = malloc(PGH_COUNT_SLOTS * sizeof *h->cnt_slot);
         h->memo = calloc(1, sizeof *h->memo);
+        h->max_bytes = PGH_MAX_BYTES;
     }
     if (!h || !h->win || !h->cnt || !h->cnt_slot || !h->memo) {
         cp_pg_hot_free(h);
@@ -385,7 +395,7 @@ int cp_pg_hot_put(pg_hot *h, const cp_call *c)
     h->bytes += w->calls.len - calls_len;
     st = count_add(h, w, c);
     if (st == CP_OK) st = rollup_add(h, w, c);
-    if (st == CP_OK && h->bytes >= PGH_MAX_BYTES) st = cp_pg_hot_flush(h);
+    if (st == CP_OK && h->bytes >= h->max_bytes) st = cp_pg_hot_flush(h);
     return st;
 }
 
@@ -758,7 +768,8 @@ int cp_pg_hot_flush(pg_hot *h)
     for (size_t i = 0; i < n; i++) { /* sent: the buffers start over, the target is the next hint */
         pg_win *w = ws[i];
         w->hint = w->batch;
-        cp_buf_reset(&w->calls);
+        if (w->calls.cap > h->max_bytes) cp_buf_free(&w->calls); /* a burst's buffer goes back */
+        else cp_buf_reset(&w->calls);
         w->ncalls = 0;
         w->max_ts = INT64_MIN;
         cp_rollup_acc_free(w->acc);
