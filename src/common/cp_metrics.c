@@ -126,12 +126,13 @@ static const cp_metric_def builtin[CP_M_COUNT] = {
                               "(the parts of cloudprof_ingest_memory_bytes{part=\"assembly\"}).",
                               CP_METRIC_GAUGE, L1("part", asm_values)},
     [CP_M_INGEST_GATED] = {"cloudprof_ingest_gated_connections",
-                           "Agent connections not read for now: between two flush cycles while call assembly "
-                           "holds more than its share of --ingest-memory (their agents wait for an ack).",
+                           "Agent connections stopped at a trace payload, not read for now: call assembly holds "
+                           "more than its share of --ingest-memory for calls records not yet sent (their agents "
+                           "wait for an ack; let in first come, first served).",
                            CP_METRIC_GAUGE, NOL},
     [CP_M_INGEST_GATE_CLOSINGS] = {"cloudprof_ingest_gate_closings_total",
-                                   "Times call assembly went over its share of --ingest-memory and connections "
-                                   "between flush cycles stopped being read.",
+                                   "Times call assembly went over its share of --ingest-memory and the gate closed "
+                                   "(trace payloads then wait for a ticket).",
                                    CP_METRIC_COUNTER, NOL},
     [CP_M_COMPACTION_RUNS] = {"cloudprof_compaction_runs_total", "Compaction runs of the cold-tier task.",
                               CP_METRIC_COUNTER, NOL},
