@@ -215,6 +215,18 @@ static cp_asm *new_asm(got *g, const cp_asm_limits *lim)
     return a;
 }
 
+/* The six streams of the fixture, in s[0..5]: dictionary, suspend, sql, xml, trace (the
+ * given bytes: all of it or a cut), calls. */
+static void feeds_init(stream_feed s[6], const cp_buf *trace, feeder *f)
+{
+    sf_init(&s[0], CP_STREAM_DICTIONARY, &fx.dict, NULL, f);
+    sf_init(&s[1], CP_STREAM_SUSPEND, &fx.suspend, NULL, f);
+    sf_init(&s[2], CP_STREAM_SQL, &fx.sql, &fx.sql_avail, f);
+    sf_init(&s[3], CP_STREAM_XML, &fx.xml, &fx.xml_avail, f);
+    sf_init(&s[4], CP_STREAM_TRACE, trace, &fx.trace_avail, f);
+    sf_init(&s[5], CP_STREAM_CALLS, &fx.calls, NULL, f);
+}
+
 /* Feeds all six streams interleaved in slices of random sizes; `calls_first` delivers
  * every calls record before any trace byte; otherwise the dictionary comes first, as
  * the agent sends it. Pumps after every slice. */
@@ -223,14 +235,9 @@ static void run(got *g, uint64_t seed, int calls_first, size_t trace_limit, cons
     feeder f = {.a = new_asm(g, lim), .now = 1000};
     cp_buf_init(&f.utf8);
     stream_feed s[6];
-    sf_init(&s[0], CP_STREAM_DICTIONARY, &fx.dict, NULL, &f);
-    sf_init(&s[1], CP_STREAM_SUSPEND, &fx.suspend, NULL, &f);
-    sf_init(&s[2], CP_STREAM_SQL, &fx.sql, &fx.sql_avail, &f);
-    sf_init(&s[3], CP_STREAM_XML, &fx.xml, &fx.xml_avail, &f);
     cp_buf trace_cut = {0};
     cp_buf_append(&trace_cut, fx.trace.data, trace_limit < fx.trace.len ? trace_limit : fx.trace.len);
-    sf_init(&s[4], CP_STREAM_TRACE, &trace_cut, &fx.trace_avail, &f);
-    sf_init(&s[5], CP_STREAM_CALLS, &fx.calls, NULL, &f);
+    feeds_init(s, &trace_cut, &f);
     if (!calls_first) while (sf_step(&s[0], 4096)) {}
     if (calls_first) {
         while (sf_step(&s[5], 4096)) {}
@@ -474,12 +481,7 @@ static void test_unpersisted_roots_not_kept(void **state)
     feeder f = {.a = new_asm(&g, NULL), .now = 1000};
     cp_buf_init(&f.utf8);
     stream_feed s[6];
-    sf_init(&s[0], CP_STREAM_DICTIONARY, &fx.dict, NULL, &f);
-    sf_init(&s[1], CP_STREAM_SUSPEND, &fx.suspend, NULL, &f);
-    sf_init(&s[2], CP_STREAM_SQL, &fx.sql, &fx.sql_avail, &f);
-    sf_init(&s[3], CP_STREAM_XML, &fx.xml, &fx.xml_avail, &f);
-    sf_init(&s[4], CP_STREAM_TRACE, &fx.trace, &fx.trace_avail, &f);
-    sf_init(&s[5], CP_STREAM_CALLS, &fx.calls, NULL, &f);
+    feeds_init(s, &fx.trace, &f);
     for (int i = 0; i < 5; i++) while (sf_step(&s[i], 4096)) {}
     cp_asm_stats st;
     cp_asm_get_stats(f.a, &st);
