@@ -6,12 +6,15 @@
  * the expiry, the slim rings' squeeze and shrink and duplicate pointers run on small
  * inputs), whether the assembler's words go to a shared pool, and how the two files are
  * interleaved (a slice of each in turn, or the whole trace first: the extents then wait
- * as slim entries). Values (sql/xml) are never there, so references stay unresolved.
+ * as slim entries). The sql and xml files 1 are the calls part's bytes (hostile values for
+ * the references that land there), read through a resolved-value cache whose pool's budget
+ * byte 1 of the trace part picks (x 256 bytes; 0 = no budget).
  *
  * Checked: no crash, no leak, no sanitizer report; every calls record given to the
  * assembler comes out exactly once by the final pump (calls_out == calls_in, nothing
  * pending); kept extents stay within max_extents + the threads' open ones after each
- * trace slice; a shared pool is empty once the assembler is freed. */
+ * trace slice; the shared pools are empty once the assembler is freed, and the value
+ * pool never goes past its budget. */
 #include "fuzz_common.h"
 #include "model/cp_asm.h"
 #include "model/cp_model.h"
@@ -21,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 typedef struct fz_asm {
     const uint8_t *trace;
     size_t trace_fed;
+    const uint8_t *values; /* the sql and xml files */
+    size_t values_len;
     cp_asm *a;
     uint64_t emitted;
 } fz_asm;
@@ -28,6 +33,11 @@ typedef struct fz_asm {
 static long fa_read(void *ud, cp_stream_kind kind, int32_t idx, uint64_t off, void *buf, size_t n)
 {
     fz_asm *f = ud;
+    if ((kind == CP_STREAM_SQL || kind == CP_STREAM_XML) && idx == 1) {
+        FZ_CHECK(off + n <= f->values_len, "value read past the file");
+        memcpy(buf, f->values + off, n);
+        return (long)n;
+    }
     if (kind != CP_STREAM_TRACE || idx != 1) return CP_ENOTFOUND;
     FZ_CHECK(off + n <= f->trace_fed, "read past what was stored: %llu + %zu > %zu", (unsigned long long)off, n,
              f->trace_fed);
@@ -38,6 +48,7 @@ static long fa_read(void *ud, cp_stream_kind kind, int32_t idx, uint64_t off, vo
 static int64_t fa_size(void *ud, cp_stream_kind kind, int32_t idx)
 {
     fz_asm *f = ud;
+    if ((kind == CP_STREAM_SQL || kind == CP_STREAM_XML) && idx == 1) return (int64_t)f->values_len;
     return kind == CP_STREAM_TRACE && idx == 1 ? (int64_t)f->trace_fed : -1;
 }
 
@@ -75,9 +86,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_extents = 4 + (knobs & 63);
     lim.max_trace_bytes = 1u << 16;
     cp_wordpool *pool = knobs & 64 ? cp_wordpool_new() : NULL;
-    fz_asm f = {.trace = trace};
+    cp_asm_valpool values = {.budget = (size_t)(tl > 1 ? trace[1] : 0) * 256};
+    fz_asm f = {.trace = trace, .values = calls, .values_len = cl};
     cp_asm_pod pod = {"ns", "svc", "pod", 1};
-    cp_asm_io io = {.ud = &f, .read = fa_read, .size = fa_size, .emit = fa_emit, .words = pool};
+    cp_asm_io io = {.ud = &f, .read = fa_read, .size = fa_size, .emit = fa_emit, .words = pool, .values = &values};
     f.a = cp_asm_new(&pod, &lim, &io);
     if (!f.a) {
         cp_wordpool_free(pool);
@@ -108,6 +120,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (cpos == cl) cdone = 1;
             }
             FZ_CHECK(cp_asm_pump(f.a, 1000, 0) == CP_OK, "pump");
+            FZ_CHECK(!values.budget || values.used <= values.budget, "value caches %zu over %zu", values.used,
+                     values.budget);
         }
         FZ_CHECK(cp_asm_pump(f.a, 2000, 1) == CP_OK, "final pump");
         cp_asm_stats st;
@@ -120,6 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cp_dec_free(dc);
     cp_asm_free(f.a);
     FZ_CHECK(cp_wordpool_words(pool) == 0, "words left in the pool");
+    FZ_CHECK(values.used == 0, "%zu bytes left in the value pool", values.used);
     cp_wordpool_free(pool);
     return 0;
 }

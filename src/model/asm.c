@@ -27,9 +27,10 @@
 #define CONTAINER(p, type, field) ((type *)(void *)((char *)(p) - offsetof(type, field)))
 #define MAX_SEGS 65536          /* chunks per call: beyond, the call is too large */
 #define MAX_THREADS 1000000     /* thread states per connection */
-#define MAX_SPARE 64            /* recycled pcalls / extents kept per connection */
-#define VCACHE_SLOTS 512        /* resolved-value cache entries per connection */
-#define VCACHE_BYTES (1u << 20) /* ... and the text they may hold together */
+#define MAX_SPARE 16            /* recycled pcalls / extents kept per connection */
+#define VCACHE_MIN_SLOTS 16     /* resolved-value cache entries per connection, to begin with */
+#define VCACHE_SLOTS 512        /* ... at most */
+#define VCACHE_BYTES (1u << 20) /* ... and the memory they may hold together */
 #define VALUE_FIRST_READ 1024   /* bytes read at a value's offset in the first go */
 
 /* ---- intrusive lists ------------------------------------------------------------------ */
@@ -259,14 +260,19 @@ struct cp_asm {
     extent *spare_extents;      /* chained through spare */
     size_t nspare_calls, nspare_extents;
     /* recently resolved sql/xml values: the sql stream is deduplicated, so many calls
-     * point at the same few values (direct-mapped, bounded by VCACHE_BYTES) */
+     * point at the same few values. Direct-mapped; a slot first only remembers the last
+     * value read into it and keeps its text when that value is read again (a value read
+     * once costs no text); the table doubles (up to VCACHE_SLOTS) when a kept value
+     * would push out another. Bounded by VCACHE_BYTES and the thread's pool (io.values). */
     struct vcache_ent {
-        uint8_t kind, used;
         int32_t file, offset;
+        uint8_t kind;           /* 0 = empty slot */
         uint32_t units;         /* UTF-16 length, for the budget */
-        cp_buf text;            /* UTF-8 */
-    } *vcache;                  /* VCACHE_SLOTS, made on the first value (idle agents stay small) */
-    size_t vcache_bytes;
+        uint32_t len;
+        char *text;             /* UTF-8, len bytes; NULL = read once, not kept */
+    } *vcache;                  /* vslots entries, made on the first value read */
+    size_t vslots;
+    size_t vmem;                /* the table and the texts */
     /* assembly scratch */
     cp_buf tbuf;                /* trace bytes */
     cp_buf vbuf;                /* value bytes read */
@@ -391,8 +397,9 @@ void cp_asm_free(cp_asm *a)
     cp_buf_free(&a->tbuf);
     cp_buf_free(&a->vbuf);
     cp_buf_free(&a->sbuf);
-    for (size_t i = 0; a->vcache && i < VCACHE_SLOTS; i++) cp_buf_free(&a->vcache[i].text);
+    for (size_t i = 0; a->vcache && i < a->vslots; i++) free(a->vcache[i].text);
     free(a->vcache);
+    if (a->io.values) a->io.values->used -= a->vmem;
     cp_buf_free(&a->params_json);
     cp_buf_free(&a->names);
     free(a->pv);
@@ -1143,26 +1150,98 @@ static int cmp_vref(const void *x, const void *y)
     return (a->offset > b->offset) - (a->offset < b->offset);
 }
 
-/* One sql/xml value at (kind, file, offset): its varint length then UTF-16BE units. */
-static struct vcache_ent *vcache_slot(cp_asm *a, uint8_t kind, int32_t file, int32_t offset)
+/* The cache's memory, in this assembler and in the thread's pool. */
+static int vmem_room(cp_asm *a, size_t n)
 {
-    if (!a->vcache && !(a->vcache = calloc(VCACHE_SLOTS, sizeof *a->vcache))) return NULL;
-    uint64_t h = kmix(((uint64_t)kind << 32) | (uint32_t)file, (uint32_t)offset);
-    return &a->vcache[h % VCACHE_SLOTS];
+    cp_asm_valpool *p = a->io.values;
+    if (a->vmem + n > VCACHE_BYTES) return 0;
+    if (p && p->budget && p->used + n > p->budget) {
+        p->refused++;
+        return 0;
+    }
+    return 1;
 }
 
-/* Remembers the value in a->sbuf (a stored file's bytes never change). */
+static void vmem_add(cp_asm *a, size_t n)
+{
+    a->vmem += n;
+    if (a->io.values) a->io.values->used += n;
+}
+
+static void vmem_sub(cp_asm *a, size_t n)
+{
+    a->vmem -= n;
+    if (a->io.values) a->io.values->used -= n;
+}
+
+static size_t vslot(const cp_asm *a, uint8_t kind, int32_t file, int32_t offset)
+{
+    return (size_t)kmix(((uint64_t)kind << 32) | (uint32_t)file, (uint32_t)offset) & (a->vslots - 1);
+}
+
+/* The kept value at (kind, file, offset), or NULL. */
+static const struct vcache_ent *vcache_get(const cp_asm *a, uint8_t kind, int32_t file, int32_t offset)
+{
+    if (!a->vcache) return NULL;
+    const struct vcache_ent *e = &a->vcache[vslot(a, kind, file, offset)];
+    return e->text && e->kind == kind && e->file == file && e->offset == offset ? e : NULL;
+}
+
+/* Doubles the table (entries that meet in a slot of the new one: the kept one stays). */
+static void vcache_grow(cp_asm *a)
+{
+    size_t n = a->vslots * 2, bytes = n * sizeof *a->vcache;
+    if (n > VCACHE_SLOTS || !vmem_room(a, bytes - a->vslots * sizeof *a->vcache)) return;
+    struct vcache_ent *old = a->vcache, *t = calloc(n, sizeof *t);
+    if (!t) return;
+    size_t old_n = a->vslots;
+    a->vcache = t;
+    a->vslots = n;
+    vmem_add(a, bytes - old_n * sizeof *old);
+    for (size_t i = 0; i < old_n; i++) {
+        if (!old[i].kind) continue;
+        struct vcache_ent *e = &t[vslot(a, old[i].kind, old[i].file, old[i].offset)];
+        if (e->text) { /* both kept: the second one goes */
+            vmem_sub(a, old[i].len);
+            free(old[i].text);
+        } else {
+            *e = old[i];
+        }
+    }
+    free(old);
+}
+
+/* The value just read (in a->sbuf): remembered in its slot, its text kept if the slot
+ * remembered it already (a stored file's bytes never change). Best effort: without room
+ * or memory, values are read again. */
 static void vcache_put(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, uint32_t units)
 {
-    struct vcache_ent *e = vcache_slot(a, kind, file, offset);
-    if (!e || a->sbuf.len > VCACHE_BYTES / 4) return; /* no memory: values are read again */
-    if (e->used) a->vcache_bytes -= e->text.len;
-    e->used = 0;
-    if (a->vcache_bytes + a->sbuf.len > VCACHE_BYTES) return;
-    cp_buf_reset(&e->text);
-    if (cp_buf_append(&e->text, a->sbuf.data, a->sbuf.len) != CP_OK) return;
-    *e = (struct vcache_ent){kind, 1, file, offset, units, e->text};
-    a->vcache_bytes += e->text.len;
+    if (a->sbuf.len > VCACHE_BYTES / 4) return;
+    if (!a->vcache) {
+        if (!vmem_room(a, VCACHE_MIN_SLOTS * sizeof *a->vcache)) return;
+        if (!(a->vcache = calloc(VCACHE_MIN_SLOTS, sizeof *a->vcache))) return;
+        a->vslots = VCACHE_MIN_SLOTS;
+        vmem_add(a, VCACHE_MIN_SLOTS * sizeof *a->vcache);
+    }
+    struct vcache_ent *e = &a->vcache[vslot(a, kind, file, offset)];
+    int again = e->kind == kind && e->file == file && e->offset == offset;
+    if (again && e->text) return;
+    if (e->text) { /* a kept value would go: more slots first, if there is room */
+        vcache_grow(a);
+        e = &a->vcache[vslot(a, kind, file, offset)];
+        again = e->kind == kind && e->file == file && e->offset == offset;
+        if (again && e->text) return;
+    }
+    if (e->text) {
+        vmem_sub(a, e->len);
+        free(e->text);
+    }
+    *e = (struct vcache_ent){file, offset, kind, units, 0, NULL};
+    if (!again || !vmem_room(a, a->sbuf.len)) return;
+    if (!(e->text = malloc(a->sbuf.len ? a->sbuf.len : 1))) return;
+    if (a->sbuf.len) memcpy(e->text, a->sbuf.data, a->sbuf.len); /* an empty value has no buffer */
+    e->len = (uint32_t)a->sbuf.len;
+    vmem_add(a, e->len);
 }
 
 static int read_value(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, size_t *budget, int *resolved, int *err)
@@ -1170,16 +1249,17 @@ static int read_value(cp_asm *a, uint8_t kind, int32_t file, int32_t offset, siz
     cp_stream_kind sk = kind == 3 ? CP_STREAM_SQL : CP_STREAM_XML;
     *resolved = 0;
     if (offset < 0) return ASM_DONE;
-    struct vcache_ent *ce = vcache_slot(a, kind, file, offset);
-    if (ce && ce->used && ce->kind == kind && ce->file == file && ce->offset == offset) {
+    const struct vcache_ent *ce = vcache_get(a, kind, file, offset);
+    if (ce) {
         if ((uint64_t)ce->units * 2 > *budget) return ASM_DONE;
         cp_buf_reset(&a->sbuf);
-        if (cp_buf_append(&a->sbuf, ce->text.data, ce->text.len) != CP_OK) {
+        if (cp_buf_append(&a->sbuf, ce->text, ce->len) != CP_OK) {
             *err = CP_ENOMEM;
             return ASM_DONE;
         }
         *budget -= (uint64_t)ce->units * 2;
         *resolved = 1;
+        a->st.values_cached++;
         return ASM_DONE;
     }
     int64_t size = a->io.size(a->io.ud, sk, file);
@@ -1621,7 +1701,7 @@ void cp_asm_get_stats(const cp_asm *a, cp_asm_stats *st)
     st->extents_live = a->nextents;
     st->mem_extents = mem_extents(a);
     st->mem_calls = mem_calls(a);
-    st->mem_values = a->vcache_bytes + (a->vcache ? VCACHE_SLOTS * sizeof *a->vcache : 0);
+    st->mem_values = a->vmem;
     st->mem_dict = cp_dict_bytes(&a->dict);
     st->memory = sizeof *a + st->mem_dict + st->mem_extents + st->mem_calls + st->mem_values +
                  a->threads.cap * (sizeof(kent) + sizeof(thread_state)) + a->pauses.cap * sizeof(cp_blob_pause) +

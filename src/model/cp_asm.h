@@ -25,6 +25,14 @@
 #include "model/cp_model.h"
 #include "streams/cp_streams.h"
 
+/* The memory the resolved-value caches of one thread's assemblers may hold together (a
+ * part of --ingest-memory): a cache grows only while the pool has room. Not locked. */
+typedef struct cp_asm_valpool {
+    size_t used;      /* bytes of the caches now (keys, entries, texts) */
+    size_t budget;    /* growth stops at this (0 = no limit) */
+    uint64_t refused; /* values not kept for lack of room */
+} cp_asm_valpool;
+
 typedef struct cp_asm_io {
     void *ud;
     /* Reads up to n bytes at off of stream file (kind, file_index) into buf: bytes read
@@ -38,6 +46,9 @@ typedef struct cp_asm_io {
     /* Where the dictionary's words are kept: a pool shared with the other assemblers of
      * the thread (it must outlive this one), or NULL for the assembler's own. */
     cp_wordpool *words;
+    /* The pool of the thread's resolved-value caches (it must outlive this assembler),
+     * or NULL: this cache is bounded by itself only (1 MiB). */
+    cp_asm_valpool *values;
 } cp_asm_io;
 
 typedef struct cp_asm_limits {
@@ -95,6 +106,7 @@ typedef struct cp_asm_stats {
     uint64_t calls_in, calls_out, without_trace, extents, extents_dropped;
     uint64_t extents_unpersisted;  /* root calls the agent did not persist: not kept */
     uint64_t trace_bytes_read, values_read;
+    uint64_t values_cached;        /* sql/xml values taken from the resolved-value cache */
     size_t pending, memory;
     size_t extents_live;         /* extents kept now (complete or open) */
     /* parts of memory: extents, waiting calls, the resolved-value cache, the dictionary */

@@ -93,7 +93,8 @@ int cp_srv_asm_open(cp_conn *c)
 {
     const cp_server_config *cfg = c->srv->cfg;
     cp_asm_pod pod = {c->pod.ns, c->pod.service, c->pod.pod, c->pod.restart_ms};
-    cp_asm_io io = {.ud = c, .read = io_read, .size = io_size, .emit = io_emit, .words = c->srv->words};
+    cp_asm_io io = {.ud = c, .read = io_read, .size = io_size, .emit = io_emit, .words = c->srv->words,
+                     .values = &c->srv->values};
     cp_asm_limits lim;
     cp_asm_limits_default(&lim);
     if (cfg->trace_wait_ms > 0) lim.trace_wait_ms = cfg->trace_wait_ms;
@@ -122,9 +123,11 @@ void cp_srv_asm_finish(cp_conn *c)
     cp_asm_get_stats(c->asm_, &as);
     if (as.calls_in)
         cp_srv_log(c->srv, CP_LOG_INFO,
-                   "%s: pod %s: %llu calls stored, %llu without a trace (%llu sql/xml values read, %llu trace bytes)",
+                   "%s: pod %s: %llu calls stored, %llu without a trace (%llu sql/xml values read, %llu from the cache, "
+                   "%llu trace bytes)",
                    c->peer, c->pod.pod_id, (unsigned long long)as.calls_out, (unsigned long long)as.without_trace,
-                   (unsigned long long)as.values_read, (unsigned long long)as.trace_bytes_read);
+                   (unsigned long long)as.values_read, (unsigned long long)as.values_cached,
+                   (unsigned long long)as.trace_bytes_read);
     cp_asm_free(c->asm_);
     c->asm_ = NULL;
 }

@@ -417,7 +417,8 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
     }
     if (st == CP_OK) st = cp_catalog_open(cfg->catalog ? cfg->catalog : path, &s->catalog, err, errlen);
     if (st == CP_OK && cfg->idle_methods) cp_catalog_set_idle(s->catalog, cfg->idle_methods, cfg->nidle_methods);
-    s->tails.budget = (size_t)(cfg->ingest_memory / 4);
+    s->tails.budget = (size_t)(cfg->ingest_memory / 8);
+    s->values.budget = (size_t)(cfg->ingest_memory / 16);
     s->asm_share = cfg->ingest_memory / 4; /* gate.c */
     if (st == CP_OK && cfg->ingest_memory && cp_catalog_set_cache_max(s->catalog, cfg->ingest_memory / 4) != CP_OK) {
         snprintf(err, errlen, "catalog: %s", cp_catalog_errmsg(s->catalog));

@@ -11,8 +11,9 @@
  *     does the number of calls records in the raw log; the total is read again after the
  *     raw log was counted and has not moved (nothing stored late, nothing twice).
  *   - the budgeted parts stay in their shares (/metrics cloudprof_ingest_memory_bytes and
- *     cloudprof_assembly_memory_bytes, read every 100 ms with the RSS): tail copies <= a
- *     quarter of the budget, partial records <= an eighth, and what call assembly keeps
+ *     cloudprof_assembly_memory_bytes, read every 100 ms with the RSS): tail copies <= an
+ *     eighth of the budget, partial records <= an eighth, the resolved-value caches <= a
+ *     sixteenth, and what call assembly keeps
  *     waiting for the agents (extents, waiting calls) <= half of it: the gate (gate.c) keeps
  *     it near its quarter by holding agents' trace payloads back -- it must have closed
  *     (cloudprof_ingest_gate_closings_total > 0): this load is more than the share holds.
@@ -20,11 +21,11 @@
  * The figures (peak RSS, calls, the parts) are printed; nothing is asserted on rates or
  * latencies.
  *
- * Not within the budget (issue 18 left open): the rest of call assembly's state -- each
- * connection's resolved-value cache, its dictionary's index, recycled allocations --
- * bounded per connection, not by the budget. The RSS bound checked is therefore the
- * budget + 32 MiB + those parts' peak as /metrics reports them; the test prints whether
- * the peak was within the budget + 32 MiB alone.
+ * What the 32 MiB over the budget hold: the process at rest (~15 MiB: code, libraries,
+ * threads), allocator slack, and the part of call assembly bounded per connection rather
+ * than by the budget (dictionary indexes, thread states, scratch buffers: ~12 MiB for
+ * these 200 agents, printed as "per-connection state" with the value caches, which are in
+ * the budget). Measured peaks: 88-94 MiB.
  */
 #include "server_util.h"
 
@@ -46,6 +47,7 @@ typedef struct mem_parts {
     long long tails, partial, assembly;
     long long waiting;  /* assembly's extents + waiting calls (under the gate) */
     long long outside;  /* assembly's values + words + other (per connection) */
+    long long values;   /* ... of which the resolved-value caches */
     long long gated;    /* connections in the gate's line */
 } mem_parts;
 
@@ -94,6 +96,7 @@ static void sample_parts(const test_server *s, mem_parts *peak)
     if (v[2] > peak->assembly) peak->assembly = v[2];
     if (a[0] + a[1] > peak->waiting) peak->waiting = a[0] + a[1];
     if (a[2] + a[3] + a[4] > peak->outside) peak->outside = a[2] + a[3] + a[4];
+    if (a[2] > peak->values) peak->values = a[2];
     if (gated > peak->gated) peak->gated = gated;
     cp_buf_free(&body);
 }
@@ -145,7 +148,7 @@ static void test_overload(void **state)
     long rss_max = rss_start;
     long samples = 0;
     int checks = 0;
-    mem_parts parts = {0, 0, 0, 0, 0, 0};
+    mem_parts parts = {0};
     while (!emulate_done(&emu)) {
         long rss = server_status_kb(&s, "VmRSS");
         if (rss < 0) server_fail(&s, "cannot read /proc/%d/status: the server is gone", (int)s.pid);
@@ -187,17 +190,16 @@ static void test_overload(void **state)
            "errors %lld, missing acks %lld)\n",
            AGENTS, secs, run_s, emu.status, errors, missing);
     printf("overload: peak parts: tail copies %lld KiB, partial records %lld KiB, assembly %lld KiB (waiting for "
-           "agents %lld KiB, per-connection state %lld KiB); gate closed %lld times, at most %lld connections in line\n",
+           "agents %lld KiB, per-connection state %lld KiB of which value caches %lld KiB); gate closed %lld times, at most %lld connections in line\n",
            parts.tails / 1024, parts.partial / 1024, parts.assembly / 1024, parts.waiting / 1024,
-           parts.outside / 1024, closings, parts.gated);
+           parts.outside / 1024, parts.values / 1024, closings, parts.gated);
     printf("overload: calls acknowledged %lld, in the API %lld (%.1f s after the emulator; %lld after counting the raw "
            "log), in the raw log %lld\n",
            sent, api, catch_up_s, api_after, raw);
-    long bound = (BUDGET_MIB + SLACK_MIB) * 1024L + (long)(parts.outside / 1024);
+    long bound = (BUDGET_MIB + SLACK_MIB) * 1024L;
     printf("overload: RSS %ld KiB at start, peak %ld KiB (max VmRSS of %ld samples %ld KiB, VmHWM %ld KiB); bound %ld "
-           "KiB (budget + slack + assembly's per-connection state); budget + slack alone %s%s\n",
-           rss_start, peak, samples, rss_max, hwm, bound,
-           peak <= (BUDGET_MIB + SLACK_MIB) * 1024L ? "held" : "exceeded",
+           "KiB (the budget + %d MiB)%s\n",
+           rss_start, peak, samples, rss_max, hwm, bound, SLACK_MIB,
 #ifdef CP_TEST_SANITIZED
            " (not checked: sanitized build)"
 #else
@@ -218,8 +220,11 @@ static void test_overload(void **state)
     if (api_after != sent) server_fail(&s, "the API's total moved from %lld to %lld after it settled", api, api_after);
     /* memory bounded under overload: the budgeted parts in their shares, and nothing else grows */
     assert_true(parts.tails > 0);
-    if (parts.tails > (long long)BUDGET_MIB * 1024 * 1024 / 4)
-        server_fail(&s, "tail copies reached %lld bytes, over a quarter of the budget", parts.tails);
+    if (parts.tails > (long long)BUDGET_MIB * 1024 * 1024 / 8)
+        server_fail(&s, "tail copies reached %lld bytes, over an eighth of the budget", parts.tails);
+    assert_true(parts.values > 0);
+    if (parts.values > (long long)BUDGET_MIB * 1024 * 1024 / 16)
+        server_fail(&s, "the value caches reached %lld bytes, over a sixteenth of the budget", parts.values);
     if (parts.partial > (long long)BUDGET_MIB * 1024 * 1024 / 8)
         server_fail(&s, "partial records reached %lld bytes, over an eighth of the budget", parts.partial);
     if (closings < 1) server_fail(&s, "the assembly gate never closed under overload");
@@ -227,8 +232,8 @@ static void test_overload(void **state)
         server_fail(&s, "call assembly kept %lld bytes waiting for the agents, over half the budget", parts.waiting);
 #ifndef CP_TEST_SANITIZED
     if (peak > bound)
-        server_fail(&s, "peak RSS %ld KiB over the %d MiB budget + %d MiB + assembly's per-connection %lld KiB", peak,
-                    BUDGET_MIB, SLACK_MIB, parts.outside / 1024);
+        server_fail(&s, "peak RSS %ld KiB over the %d MiB budget + %d MiB (assembly's per-connection state %lld KiB)",
+                    peak, BUDGET_MIB, SLACK_MIB, parts.outside / 1024);
 #endif
     json_decref(sum);
     server_stop(&s);

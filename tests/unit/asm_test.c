@@ -206,10 +206,15 @@ static int sf_step(stream_feed *s, size_t n)
     return 1;
 }
 
+/* The resolved-value pool the next assemblers get (NULL: none). */
+static cp_asm_valpool *values_pool;
+/* The stats of run()'s assembler before it was freed. */
+static cp_asm_stats run_stats;
+
 static cp_asm *new_asm(got *g, const cp_asm_limits *lim)
 {
     cp_asm_pod pod = {"test-ns", "esc-ui-service", "esc-ui-service-84967fdd77-pwhw4", 1690201577000};
-    cp_asm_io io = {.ud = g, .read = io_read, .size = io_size, .emit = io_emit};
+    cp_asm_io io = {.ud = g, .read = io_read, .size = io_size, .emit = io_emit, .values = values_pool};
     cp_asm *a = cp_asm_new(&pod, lim, &io);
     assert_non_null(a);
     return a;
@@ -262,6 +267,8 @@ static void run(got *g, uint64_t seed, int calls_first, size_t trace_limit, cons
     cp_asm_get_stats(f.a, &st);
     assert_int_equal(st.calls_in, NCALLS);
     assert_int_equal(st.calls_out, NCALLS);
+    if (values_pool) assert_int_equal(values_pool->used, st.mem_values); /* the only assembler */
+    run_stats = st;
     cp_asm_free(f.a);
     cp_buf_free(&f.utf8);
 }
@@ -506,12 +513,60 @@ static void test_unpersisted_roots_not_kept(void **state)
     got_free(&g);
 }
 
+/* Every sql/xml reference of the fixture's calls, and how many were resolved. */
+static void count_refs(got *g, size_t *refs, size_t *resolved)
+{
+    *refs = *resolved = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        walk w;
+        check_blob(&g->c[i], &w);
+        *refs += w.sql_refs;
+        *resolved += w.sql_resolved;
+    }
+}
+
+/* The resolved-value cache: a value is kept on its second read, within the thread's pool;
+ * without room values are read again, with the same calls coming out. */
+static void test_value_cache(void **state)
+{
+    (void)state;
+    static got g;
+    size_t refs, resolved;
+    cp_asm_valpool roomy = {0}; /* no budget */
+    values_pool = &roomy;
+    run(&g, 1, 0, SIZE_MAX, NULL);
+    count_refs(&g, &refs, &resolved);
+    assert_int_equal(resolved, refs);
+    cp_asm_stats kept = run_stats;
+    assert_true(kept.values_cached > 0);        /* the fixture's sql statements repeat */
+    assert_true(kept.mem_values > 0);
+    assert_int_equal(roomy.used, 0);            /* the assembler's cache went with it */
+    assert_int_equal(roomy.refused, 0);
+    got_free(&g);
+
+    cp_asm_valpool tight = {.budget = 1};       /* room for nothing */
+    values_pool = &tight;
+    run(&g, 1, 0, SIZE_MAX, NULL);
+    size_t refs2, resolved2;
+    count_refs(&g, &refs2, &resolved2);
+    assert_int_equal(refs2, refs);
+    assert_int_equal(resolved2, resolved);      /* the same values, read again */
+    assert_int_equal(run_stats.values_cached, 0);
+    assert_int_equal(run_stats.mem_values, 0);
+    assert_int_equal(run_stats.values_read, kept.values_read + kept.values_cached);
+    assert_true(tight.refused > 0);
+    assert_int_equal(tight.used, 0);
+    values_pool = NULL;
+    got_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_call_assembled), cmocka_unit_test(test_params_resolved),
         cmocka_unit_test(test_order_independent),    cmocka_unit_test(test_cut_trace_keeps_calls),
         cmocka_unit_test(test_trace_wait_bound),     cmocka_unit_test(test_unpersisted_roots_not_kept),
+        cmocka_unit_test(test_value_cache),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
