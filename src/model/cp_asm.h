@@ -28,7 +28,7 @@
 /* The memory the resolved-value caches of one thread's assemblers may hold together (a
  * part of --ingest-memory): a cache grows only while the pool has room. Not locked. */
 typedef struct cp_asm_valpool {
-    size_t used;      /* bytes of the caches now (keys, entries, texts) */
+    size_t used;      /* bytes of the caches now (tables and texts) */
     size_t budget;    /* growth stops at this (0 = no limit) */
     uint64_t refused; /* values not kept for lack of room */
 } cp_asm_valpool;
