@@ -86,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_extents = 4 + (knobs & 63);
     lim.max_trace_bytes = 1u << 16;
     cp_wordpool *pool = knobs & 64 ? cp_wordpool_new() : NULL;
-    cp_asm_valpool values = {.budget = (size_t)(tl > 1 ? trace[1] : 0) * 256};
+    cp_membudget values = {.budget = (size_t)(tl > 1 ? trace[1] : 0) * 256};
     fz_asm f = {.trace = trace, .values = calls, .values_len = cl};
     cp_asm_pod pod = {"ns", "svc", "pod", 1};
     cp_asm_io io = {.ud = &f, .read = fa_read, .size = fa_size, .emit = fa_emit, .words = pool, .values = &values};

@@ -297,6 +297,33 @@ int cp_read_file(const char *path, size_t max, cp_buf *out);
  * can be anything, and a garbage time must stay garbage, not become UB. */
 static inline int64_t cp_add_wrap64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 
+/* Memory that several holders of one thread may take together (a share of
+ * --ingest-memory: the raw log's tail copies, assembly's value caches): a holder grows
+ * only while there is room, and gives back what it frees. Not locked. A NULL budget
+ * counts nothing and never refuses. */
+typedef struct cp_membudget {
+    size_t used;      /* bytes taken now */
+    size_t budget;    /* growth stops at this (0 = no limit) */
+    uint64_t refused; /* growths refused for lack of room */
+} cp_membudget;
+
+/* 1 if n more bytes fit (the caller then takes them with cp_membudget_add); 0, counted
+ * as refused, if not. */
+static inline int cp_membudget_room(cp_membudget *b, size_t n)
+{
+    if (!b || !b->budget || b->used + n <= b->budget) return 1;
+    b->refused++;
+    return 0;
+}
+static inline void cp_membudget_add(cp_membudget *b, size_t n)
+{
+    if (b) b->used += n;
+}
+static inline void cp_membudget_sub(cp_membudget *b, size_t n)
+{
+    if (b) b->used -= n;
+}
+
 /* murmur3's 64-bit finaliser: every input bit reaches every output bit, so the low bits
  * can index a power-of-two hash table. */
 static inline uint64_t cp_mix64(uint64_t x)

@@ -399,7 +399,7 @@ void cp_asm_free(cp_asm *a)
     cp_buf_free(&a->sbuf);
     for (size_t i = 0; a->vcache && i < a->vslots; i++) free(a->vcache[i].text);
     free(a->vcache);
-    if (a->io.values) a->io.values->used -= a->vmem;
+    cp_membudget_sub(a->io.values, a->vmem);
     cp_buf_free(&a->params_json);
     cp_buf_free(&a->names);
     free(a->pv);
@@ -1153,25 +1153,19 @@ static int cmp_vref(const void *x, const void *y)
 /* The cache's memory, in this assembler and in the thread's pool. */
 static int vmem_room(cp_asm *a, size_t n)
 {
-    cp_asm_valpool *p = a->io.values;
-    if (a->vmem + n > VCACHE_BYTES) return 0;
-    if (p && p->budget && p->used + n > p->budget) {
-        p->refused++;
-        return 0;
-    }
-    return 1;
+    return a->vmem + n <= VCACHE_BYTES && cp_membudget_room(a->io.values, n);
 }
 
 static void vmem_add(cp_asm *a, size_t n)
 {
     a->vmem += n;
-    if (a->io.values) a->io.values->used += n;
+    cp_membudget_add(a->io.values, n);
 }
 
 static void vmem_sub(cp_asm *a, size_t n)
 {
     a->vmem -= n;
-    if (a->io.values) a->io.values->used -= n;
+    cp_membudget_sub(a->io.values, n);
 }
 
 static size_t vslot(const cp_asm *a, uint8_t kind, int32_t file, int32_t offset)

@@ -25,14 +25,6 @@
 #include "model/cp_model.h"
 #include "streams/cp_streams.h"
 
-/* The memory the resolved-value caches of one thread's assemblers may hold together (a
- * part of --ingest-memory): a cache grows only while the pool has room. Not locked. */
-typedef struct cp_asm_valpool {
-    size_t used;      /* bytes of the caches now (tables and texts) */
-    size_t budget;    /* growth stops at this (0 = no limit) */
-    uint64_t refused; /* values not kept for lack of room */
-} cp_asm_valpool;
-
 typedef struct cp_asm_io {
     void *ud;
     /* Reads up to n bytes at off of stream file (kind, file_index) into buf: bytes read
@@ -46,9 +38,10 @@ typedef struct cp_asm_io {
     /* Where the dictionary's words are kept: a pool shared with the other assemblers of
      * the thread (it must outlive this one), or NULL for the assembler's own. */
     cp_wordpool *words;
-    /* The pool of the thread's resolved-value caches (it must outlive this assembler),
-     * or NULL: this cache is bounded by itself only (1 MiB). */
-    cp_asm_valpool *values;
+    /* The memory the resolved-value caches of the thread's assemblers may hold together
+     * (their tables and texts; it must outlive this assembler), or NULL: this cache is
+     * bounded by itself only (1 MiB). */
+    cp_membudget *values;
 } cp_asm_io;
 
 typedef struct cp_asm_limits {

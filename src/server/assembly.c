@@ -27,7 +27,7 @@
 
 void cp_srv_asm_file_opened(cp_sfile *f)
 {
-    cp_rawlog_tailpool *pool = &f->conn->srv->tails;
+    cp_membudget *pool = &f->conn->srv->tails;
     if (f->kind == CP_STREAM_TRACE) cp_rawlog_file_keep_tail_in(&f->raw, TAIL_TRACE, TAIL_MAX, pool);
     else if (f->kind == CP_STREAM_SQL || f->kind == CP_STREAM_XML)
         cp_rawlog_file_keep_tail_in(&f->raw, TAIL_VALUES, TAIL_VALUES, pool);

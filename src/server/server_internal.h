@@ -228,8 +228,8 @@ struct cp_server {
     uint64_t disk_refused, disk_refused_logged_ms;
     uint64_t buffered;        /* partial-record bytes held for all connections */
     size_t nbuffering;        /* connections holding some */
-    cp_rawlog_tailpool tails; /* the tail copies of every live file (--ingest-memory / 8) */
-    cp_asm_valpool values;    /* the assemblers' resolved-value caches (--ingest-memory / 16) */
+    cp_membudget tails;       /* the tail copies of every live file (--ingest-memory / 8) */
+    cp_membudget values;      /* the assemblers' resolved-value caches (--ingest-memory / 16) */
     cp_wordpool *words;       /* the connections' dictionary words, each distinct one once */
     cp_conn **held;           /* the connections that read their share in this iteration */
     /* gate.c */

@@ -94,15 +94,6 @@ void cp_rawlog_fdcache_set_max_open(cp_rawlog_fdcache *c, size_t max_open);
  * For a process that ran out of descriptors elsewhere (e.g. accept). */
 size_t cp_rawlog_fdcache_shrink(cp_rawlog_fdcache *c, size_t n);
 
-/* The memory all tail copies of one thread's files may hold together (issue 18's
- * --ingest-memory share): a copy starts at its initial size whatever the pool holds, but
- * grows only while the pool has room. Used by one thread; not locked. */
-typedef struct cp_rawlog_tailpool {
-    size_t used;   /* bytes of the copies allocated now */
-    size_t budget; /* growth stops at this (0 = no limit) */
-    uint64_t refused; /* growths refused for lack of room */
-} cp_rawlog_tailpool;
-
 /* One stream file. The fd belongs to the cache: never close or keep it yourself. */
 struct cp_rawlog_file {
     int fd;                /* -1 while closed (evicted, or not opened yet) */
@@ -116,7 +107,8 @@ struct cp_rawlog_file {
      * holding [size - tail_len, size), kept true by append and truncate. */
     uint8_t *tail;
     size_t tail_cap, tail_len, tail_head, tail_max;
-    cp_rawlog_tailpool *tail_pool; /* NULL = not accounted (set before keep_tail) */
+    cp_membudget *tail_pool; /* the memory all tail copies of one thread's files may hold
+                              * together; NULL = not accounted (set before keep_tail) */
 };
 
 /* Creates <restart>/<stream>/<file_index> (or opens it if it exists: then its bytes
@@ -146,7 +138,7 @@ long cp_rawlog_file_pread(cp_rawlog_file *f, void *buf, size_t n, uint64_t off);
  * memory, reads go to the file. */
 void cp_rawlog_file_keep_tail(cp_rawlog_file *f, size_t initial, size_t max);
 /* The same, the copy's memory counted in pool (which must outlive the copy). */
-void cp_rawlog_file_keep_tail_in(cp_rawlog_file *f, size_t initial, size_t max, cp_rawlog_tailpool *pool);
+void cp_rawlog_file_keep_tail_in(cp_rawlog_file *f, size_t initial, size_t max, cp_membudget *pool);
 /* Gives the copy's memory back (a quiet file); the next append starts it again. */
 void cp_rawlog_file_drop_tail(cp_rawlog_file *f);
 /* fdatasync on the calling thread: the file's bytes (and size) are durable when this

@@ -207,7 +207,7 @@ static int sf_step(stream_feed *s, size_t n)
 }
 
 /* The resolved-value pool the next assemblers get (NULL: none). */
-static cp_asm_valpool *values_pool;
+static cp_membudget *values_pool;
 /* The stats of run()'s assembler before it was freed. */
 static cp_asm_stats run_stats;
 
@@ -344,6 +344,18 @@ static int cmp_call(const void *x, const void *y)
     return (a->rec > b->rec) - (a->rec < b->rec);
 }
 
+/* Every sql/xml reference of the fixture's calls, and how many were resolved. */
+static void count_refs(got *g, size_t *refs, size_t *resolved)
+{
+    *refs = *resolved = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        walk w;
+        check_blob(&g->c[i], &w);
+        *refs += w.sql_refs;
+        *resolved += w.sql_resolved;
+    }
+}
+
 /* ---- tests -------------------------------------------------------------------------------- */
 
 static void test_every_call_assembled(void **state)
@@ -352,14 +364,9 @@ static void test_every_call_assembled(void **state)
     static got g;
     run(&g, 1, 0, SIZE_MAX, NULL);
     assert_int_equal(g.n, NCALLS);
-    size_t refs = 0, resolved = 0;
-    for (size_t i = 0; i < g.n; i++) {
-        assert_null(g.c[i].reason);
-        walk w;
-        check_blob(&g.c[i], &w);
-        refs += w.sql_refs;
-        resolved += w.sql_resolved;
-    }
+    for (size_t i = 0; i < g.n; i++) assert_null(g.c[i].reason);
+    size_t refs, resolved;
+    count_refs(&g, &refs, &resolved); /* every blob checked against its calls record */
     /* protocol.md §6.3: 36 xml + 45 sql references in this trace, all landing on values;
      * the calls' events include them all except those of root calls without a record */
     assert_true(refs > 0);
@@ -513,18 +520,6 @@ static void test_unpersisted_roots_not_kept(void **state)
     got_free(&g);
 }
 
-/* Every sql/xml reference of the fixture's calls, and how many were resolved. */
-static void count_refs(got *g, size_t *refs, size_t *resolved)
-{
-    *refs = *resolved = 0;
-    for (size_t i = 0; i < g->n; i++) {
-        walk w;
-        check_blob(&g->c[i], &w);
-        *refs += w.sql_refs;
-        *resolved += w.sql_resolved;
-    }
-}
-
 /* The resolved-value cache: a value is kept on its second read, within the thread's pool;
  * without room values are read again, with the same calls coming out. */
 static void test_value_cache(void **state)
@@ -532,7 +527,7 @@ static void test_value_cache(void **state)
     (void)state;
     static got g;
     size_t refs, resolved;
-    cp_asm_valpool roomy = {0}; /* no budget */
+    cp_membudget roomy = {0};   /* no budget */
     values_pool = &roomy;
     run(&g, 1, 0, SIZE_MAX, NULL);
     count_refs(&g, &refs, &resolved);
@@ -544,7 +539,7 @@ static void test_value_cache(void **state)
     assert_int_equal(roomy.refused, 0);
     got_free(&g);
 
-    cp_asm_valpool tight = {.budget = 1};       /* room for nothing */
+    cp_membudget tight = {.budget = 1};         /* room for nothing */
     values_pool = &tight;
     run(&g, 1, 0, SIZE_MAX, NULL);
     size_t refs2, resolved2;

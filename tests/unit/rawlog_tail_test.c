@@ -67,7 +67,7 @@ static void test_reads_right_and_copy_grows(void **state)
     fixture *fx = *state;
     cp_rawlog_file f;
     assert_int_equal(cp_rawlog_file_open(&fx->cache, &fx->restart, "trace", 1, &f), CP_OK);
-    cp_rawlog_tailpool pool = {.budget = 0}; /* no limit: counted only */
+    cp_membudget pool = {.budget = 0}; /* no limit: counted only */
     cp_rawlog_file_keep_tail_in(&f, 1024, 8192, &pool);
     uint64_t w = 0;
     append_n(&f, &w, 700);
@@ -98,7 +98,7 @@ static void test_pool_bounds_all_copies(void **state)
     enum { N = 6 };
     cp_rawlog_file f[N];
     uint64_t w[N] = {0};
-    cp_rawlog_tailpool pool = {.budget = 4 * 4096};
+    cp_membudget pool = {.budget = 4 * 4096};
     for (int i = 0; i < N; i++) {
         assert_int_equal(cp_rawlog_file_open(&fx->cache, &fx->restart, "trace", 10 + i, &f[i]), CP_OK);
         cp_rawlog_file_keep_tail_in(&f[i], 4096, 65536, &pool);

@@ -467,13 +467,9 @@ static void tail_add(cp_rawlog_file *f, const uint8_t *p, size_t n)
 {
     if (!f->tail_max) return;
     if (!f->tail) {
-        cp_rawlog_tailpool *pool = f->tail_pool;
-        if (pool && pool->budget && pool->used + f->tail_cap > pool->budget) {
-            pool->refused++; /* no room: this file's reads go to the page cache */
-            return;
-        }
-        if (!(f->tail = malloc(f->tail_cap))) return; /* reads go to the file */
-        if (pool) pool->used += f->tail_cap;
+        if (!cp_membudget_room(f->tail_pool, f->tail_cap)) return; /* reads go to the page cache */
+        if (!(f->tail = malloc(f->tail_cap))) return;               /* reads go to the file */
+        cp_membudget_add(f->tail_pool, f->tail_cap);
         tail_clear(f);
     }
     if (n >= f->tail_cap) { /* only the last tail_cap bytes matter */
@@ -508,14 +504,10 @@ static void tail_grow(cp_rawlog_file *f)
 {
     if (!f->tail || f->tail_cap >= f->tail_max) return;
     size_t cap = f->tail_cap * 2 > f->tail_max ? f->tail_max : f->tail_cap * 2;
-    cp_rawlog_tailpool *p = f->tail_pool;
-    if (p && p->budget && p->used + (cap - f->tail_cap) > p->budget) {
-        p->refused++; /* the pool is full: this file's reads go to the page cache */
-        return;
-    }
+    if (!cp_membudget_room(f->tail_pool, cap - f->tail_cap)) return; /* reads go to the page cache */
     uint8_t *t = malloc(cap);
     if (!t) return;
-    if (p) p->used += cap - f->tail_cap;
+    cp_membudget_add(f->tail_pool, cap - f->tail_cap);
     if (f->tail_len && !tail_read(f, f->size - f->tail_len, t, f->tail_len)) f->tail_len = 0;
     free(f->tail);
     f->tail = t;
@@ -523,7 +515,7 @@ static void tail_grow(cp_rawlog_file *f)
     f->tail_head = f->tail_len % cap;
 }
 
-void cp_rawlog_file_keep_tail_in(cp_rawlog_file *f, size_t initial, size_t max, cp_rawlog_tailpool *pool)
+void cp_rawlog_file_keep_tail_in(cp_rawlog_file *f, size_t initial, size_t max, cp_membudget *pool)
 {
     cp_rawlog_file_drop_tail(f);
     f->tail_pool = pool;
@@ -538,7 +530,7 @@ void cp_rawlog_file_keep_tail(cp_rawlog_file *f, size_t initial, size_t max)
 
 void cp_rawlog_file_drop_tail(cp_rawlog_file *f)
 {
-    if (f->tail && f->tail_pool) f->tail_pool->used -= f->tail_cap;
+    if (f->tail) cp_membudget_sub(f->tail_pool, f->tail_cap);
     free(f->tail);
     f->tail = NULL;
     tail_clear(f);
