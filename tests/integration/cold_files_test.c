@@ -402,6 +402,37 @@ static void test_cold_files(void **state)
     fixture_close(&fx);
 }
 
+/* A term PostgreSQL cannot take as text (not UTF-8) proves nothing there: no file is
+ * skipped for it, nor a namespace that is not UTF-8 listed. SQLite takes any bytes, so
+ * its index rules as for any other term. */
+static void test_term_not_text(void **state)
+{
+    (void)state;
+    fixture fx;
+    fixture_open(&fx);
+    put_files(&fx);
+    cp_cold_param t[2] = {term("user", "\xff"), term("us\xfer", "alice")};
+    for (size_t i = 0; i < 2; i++) {
+        cp_cold_query q = {0, INT64_MAX, NULL, 0, INT64_MAX, &t[i], 1, NULL};
+        if (!test_pair_pg()) {
+            check_query(&fx, &q);
+            continue;
+        }
+        cp_cold_query all = {0, INT64_MAX, NULL, 0, INT64_MAX, NULL, 0, NULL};
+        listed want = {0}, got = {0};
+        size_t skipped = 99;
+        assert_int_equal(cp_reader_cold_files(fx.rd, &all, on_file, &want, &skipped), CP_OK);
+        assert_int_equal(cp_reader_cold_files(fx.rd, &q, on_file, &got, &skipped), CP_OK);
+        assert_int_equal(skipped, 0);
+        assert_true(want.n > 0);
+        assert_int_equal(got.n, want.n);
+        for (size_t k = 0; k < got.n; k++) assert_string_equal(got.uuid[k], want.uuid[k]);
+    }
+    cp_cold_query q = {0, INT64_MAX, "ns-\xff", 0, INT64_MAX, NULL, 0, NULL};
+    check_query(&fx, &q); /* no such namespace either way */
+    fixture_close(&fx);
+}
+
 /* Every field of a listed file comes from its row. */
 typedef struct one_file {
     int seen;
@@ -723,6 +754,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cold_files),
         cmocka_unit_test(test_cold_file_fields),
+        cmocka_unit_test(test_term_not_text),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_window_dropped),
         cmocka_unit_test(test_stats_window_dropped),

@@ -1,6 +1,7 @@
 /* reader_internal.h -- private to src/store: what the SQLite and PostgreSQL readers
  * (reader_sqlite.c, reader_pg.c) share. Implemented in reader_open.c, except the search
- * order and the merge heap (cp_rowkey, cp_idxheap), in rowkey.c.
+ * order and the merge heap (cp_rowkey, cp_idxheap), in rowkey.c, and the cold-file
+ * listing itself, in cold_list.c.
  *
  * Mostly the cold-file listing's rules (cp_hot.h cp_reader_ops.cold_files), written once
  * so both catalogs answer alike:
@@ -83,6 +84,19 @@ void cp_rd_strset_free(cp_rd_strset *s);
 /* The index rule for one file: 1 when some term (q->params[i], with sets[i] the uuids of
  * the files that have a matching value) rules the file out. */
 int cp_rd_cold_pruned(const cp_cold_query *q, const cp_rd_strset *sets, const cp_cold_file *f);
+
+/* ---- the cold-file listing (cold_list.c) ------------------------------------------------------ */
+
+struct cp_sqldb;
+
+/* cp_reader_ops.cold_files, written once for both catalogs: db is a cp_sqldb_wrap_* of the
+ * reader's connection, used inside the reader's read transaction. The term sets of the
+ * inverted index first, then the completed files of q's range in order (start_time,
+ * namespace, duration_range, uuid; bytewise) to fn, those a term rules out counted in
+ * *skipped. has_maxlen: s3_files has indexed_maxlen (SQLite migration 5). On failure err
+ * says why (unless fn failed: then its status is returned as it is). */
+int cp_rd_cold_list(struct cp_sqldb *db, const cp_cold_query *q, int has_maxlen, cp_cold_file_fn fn, void *ud,
+                    size_t *skipped, char *err, size_t errlen);
 
 /* ---- the search order and the merge heap (rowkey.c) ------------------------------------------ */
 

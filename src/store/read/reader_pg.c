@@ -42,6 +42,7 @@
 #include "store/hot/hot_internal.h"
 #include "store/read/reader_internal.h"
 #include "store/cp_stats.h"
+#include "store/sql/sqldb.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -88,6 +89,7 @@ typedef struct pg_reader {
     cp_buf nsarr;               /* the filter's namespace set as a text[] literal (ns_array) */
     cp_buf podarr;              /* the window's matching pods as a bigint[] literal (window_pods) */
     cp_buf conds;               /* a per-pod window query's conditions (sql_window) */
+    cp_sqldb *sqldb;            /* db for the code both catalogs share (cold_list.c) */
     char err[256];
 } pg_reader;
 
@@ -1431,229 +1433,32 @@ static int pg_bounds_get(cp_reader *base, int64_t *min_ts, int64_t *max_ts)
 /* ---- cold files ---------------------------------------------------------------------------------- */
 
 typedef struct pg_cold {
+    pg_reader *r;
     const cp_cold_query *q;
-    cp_rd_strset *sets;
     cp_cold_file_fn fn;
     void *ud;
     size_t skipped;
 } pg_cold;
 
-static int term_rows(pg_reader *r, PGresult *res, cp_rd_strset *set)
+static int cold_emit(void *ud, const cp_cold_file *f)
 {
-    int st = CP_OK, n = PQntuples(res);
-    for (int i = 0; st == CP_OK && i < n; i++)
-        if (cp_rd_strset_add(set, PQgetvalue(res, i, 0), (size_t)PQgetlength(res, i, 0)) != CP_OK) st = pg_oom(r);
-    return st;
+    pg_cold *a = ud;
+    a->r->emitted = 1;
+    return a->fn(a->ud, f);
 }
 
-/* Adds to set the files of the range having a value in one inverted-index table that
- * contains the folded needle: an exact lookup of the index's key for the files whose
- * longest value of the param is no longer than the needle (only a whole value can
- * contain it), a substring scan of their own values for the others (reader_sqlite.c). */
-static int cold_term_table(pg_reader *r, const cp_cold_query *q, const char *table, const char *needle,
-                           size_t needle_len, const char *param, size_t param_len, cp_rd_strset *set)
-{
-    char sql[512];
-    snprintf(sql, sizeof sql, "SELECT file_id::text FROM \"%s\" WHERE value = $1::text", table);
-    pg_stmt x;
-    int st = stmt_get(r, sql, &x);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    par_text(&p, needle, needle_len);
-    PGresult *res = stmt_run(r, &x, &p, 0, "inverted index");
-    stmt_put(r, &x, res != NULL);
-    if (!res) return CP_EIO;
-    st = term_rows(r, res, set);
-    PQclear(res);
-    if (st != CP_OK) return st;
-    /* the files that need the scan */
-    pg_stmt f;
-    st = stmt_get(r,
-                  q->ns ? "SELECT uuid::text, indexed_params::text, indexed_maxlen::text FROM s3_files"
-                          " WHERE file_type = 'calls' AND status = 'completed' AND start_time < $2::bigint"
-                          " AND end_time > $1::bigint AND namespace = $3::text"
-                        : "SELECT uuid::text, indexed_params::text, indexed_maxlen::text FROM s3_files"
-                          " WHERE file_type = 'calls' AND status = 'completed' AND start_time < $2::bigint"
-                          " AND end_time > $1::bigint",
-                  &f);
-    if (st != CP_OK) return st;
-    pg_params pf = {0};
-    par_i64(&pf, q->from_ms);
-    par_i64(&pf, q->to_ms);
-    if (q->ns) par_text(&pf, q->ns, strlen(q->ns));
-    res = stmt_run(r, &f, &pf, 0, "cold files");
-    stmt_put(r, &f, res != NULL);
-    if (!res) return CP_EIO;
-    snprintf(sql, sizeof sql,
-             "SELECT file_id::text FROM \"%s\" WHERE file_id = $1::text AND strpos(" PG_FOLD("value::text")
-             ", $2::text) > 0 LIMIT 1",
-             table);
-    pg_stmt y;
-    memset(&y, 0, sizeof y);
-    for (int i = 0; st == CP_OK && i < PQntuples(res); i++) {
-        const char *uuid = PQgetvalue(res, i, 0);
-        const char *names = PQgetisnull(res, i, 1) ? NULL : PQgetvalue(res, i, 1);
-        const char *maxlen = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
-        if (!names || !cp_rd_json_names_has(names, strlen(names), param, param_len)) continue;
-        int64_t longest = cp_rd_json_maxlen(maxlen, param, param_len);
-        if (longest >= 0 && (uint64_t)longest <= needle_len) continue; /* the exact lookup decided */
-        if (!y.sql && (st = stmt_get(r, sql, &y)) != CP_OK) break;
-        pg_params py = {0};
-        par_text(&py, uuid, strlen(uuid));
-        par_text(&py, needle, needle_len);
-        PGresult *one = stmt_run(r, &y, &py, 0, "inverted index");
-        if (!one) {
-            st = CP_EIO;
-            break;
-        }
-        st = term_rows(r, one, set);
-        PQclear(one);
-    }
-    if (y.sql) stmt_put(r, &y, st == CP_OK);
-    PQclear(res);
-    return st;
-}
-
-/* The set of files having a value that matches term t, from every inverted-index table
- * whose param name equals t's (ASCII case-insensitively). */
-static int cold_term(pg_reader *r, const cp_cold_query *q, const cp_cold_param *t, cp_rd_strset *set)
-{
-    /* a name or value PostgreSQL cannot take as text: the index proves nothing */
-    if (!utf8_ok(t->name, t->name_len) || !utf8_ok(t->value, t->value_len)) {
-        set->all = 1;
-        return CP_OK;
-    }
-    if (cp_rd_fold_into(&r->tmp, t->value, t->value_len) != CP_OK) return pg_oom(r);
-    char *needle = malloc(r->tmp.len + 1);
-    if (!needle) return pg_oom(r);
-    size_t needle_len = r->tmp.len;
-    memcpy(needle, r->tmp.data, needle_len + 1);
-    int st = cp_rd_fold_into(&r->tmp, t->name, t->name_len) == CP_OK ? CP_OK : pg_oom(r);
-    pg_stmt s;
-    if (st == CP_OK)
-        st = stmt_get(r,
-                      "SELECT table_name FROM inverted_indexes WHERE " PG_FOLD("param_name") " = $1::text"
-                      " ORDER BY 1",
-                      &s);
-    PGresult *res = NULL;
-    if (st == CP_OK) {
-        pg_params p = {0};
-        par_text(&p, (const char *)r->tmp.data, r->tmp.len);
-        res = stmt_run(r, &s, &p, 0, "inverted index tables");
-        stmt_put(r, &s, res != NULL);
-        if (!res) st = CP_EIO;
-    }
-    int n = res ? PQntuples(res) : 0;
-    for (int i = 0; st == CP_OK && i < n; i++) {
-        const char *table = PQgetvalue(res, i, 0);
-        if (!cp_rd_inv_name_ok(table)) continue; /* not ours: never spliced into SQL */
-        st = cold_term_table(r, q, table, needle, needle_len, t->name, t->name_len, set);
-    }
-    PQclear(res);
-    free(needle);
-    cp_rd_strset_seal(set);
-    return st;
-}
-
-enum {
-    F_UUID, F_KEY, F_URL, F_LOCAL, F_TYPE, F_DUMP, F_NS, F_RANGE, F_START, F_END, F_MIN, F_MAX, F_ROWS, F_SIZE,
-    F_STATUS, F_SERVICES, F_INDEXED, F_CLAIM, F_MAXLEN
-};
-
-static void row_to_file(const PGresult *res, int row, cp_cold_file *f)
-{
-    memset(f, 0, sizeof *f);
-    f->uuid = val_opt(res, row, F_UUID);
-    f->key = val_opt(res, row, F_KEY);
-    f->url = val_opt(res, row, F_URL);
-    f->local_path = val_opt(res, row, F_LOCAL);
-    f->file_type = val_opt(res, row, F_TYPE);
-    f->dump_type = val_opt(res, row, F_DUMP);
-    f->ns = val_opt(res, row, F_NS);
-    f->duration_range = (int32_t)val_i64(res, row, F_RANGE);
-    f->start_ms = val_i64(res, row, F_START);
-    f->end_ms = val_i64(res, row, F_END);
-    f->min_ts = val_i64(res, row, F_MIN);
-    f->max_ts = val_i64(res, row, F_MAX);
-    f->rows = val_i64(res, row, F_ROWS);
-    f->size = val_i64(res, row, F_SIZE);
-    f->status = val_opt(res, row, F_STATUS);
-    f->services = val_opt(res, row, F_SERVICES);
-    f->indexed_params = val_opt(res, row, F_INDEXED);
-    f->claim = val_opt(res, row, F_CLAIM);
-    f->indexed_maxlen = PQnfields(res) > F_MAXLEN ? val_opt(res, row, F_MAXLEN) : NULL;
-}
-
-/* The term sets, then the files: every query runs before the first file is handed over
- * (a failure can still be retried). */
 static int cold_op(pg_reader *r, void *arg)
 {
     pg_cold *a = arg;
-    const cp_cold_query *q = a->q;
-    a->skipped = 0;
-    int calls = !q->file_type || !strcmp(q->file_type, "calls");
-    for (size_t i = 0; i < q->nparams; i++) cp_rd_strset_free(&a->sets[i]);
-    int st = CP_OK;
-    for (size_t i = 0; calls && st == CP_OK && i < q->nparams; i++) st = cold_term(r, q, &q->params[i], &a->sets[i]);
-    if (st != CP_OK) return st;
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql,
-                      "SELECT uuid::text, object_key, remote_storage_path, local_file_path, file_type::text,"
-                      " dump_type::text, namespace, duration_range, start_time, end_time, min_time, max_time,"
-                      " rows_count, file_size, status::text, services::text, indexed_params::text, claim,"
-                      " indexed_maxlen"
-                      " FROM s3_files WHERE file_type = $4::text AND status = 'completed'"
-                      " AND start_time < $2::bigint AND end_time > $1::bigint%s"
-                      " ORDER BY start_time, namespace COLLATE \"C\", duration_range, uuid::text COLLATE \"C\""
-                      " LIMIT $3::bigint",
-                      q->ns ? " AND namespace = $5::text" : "") != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return pg_oom(r);
-    pg_stmt s;
-    st = stmt_get(r, (const char *)r->sql.data, &s);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    par_i64(&p, q->from_ms);
-    par_i64(&p, q->to_ms);
-    par_i64(&p, (int64_t)CP_RD_MAX_COLD_FILES + 1);
-    const char *type = calls ? "calls" : q->file_type;
-    par_text(&p, type, strlen(type));
-    if (q->ns) par_text(&p, q->ns, strlen(q->ns));
-    PGresult *res = stmt_run(r, &s, &p, 0, "cold files");
-    stmt_put(r, &s, res != NULL);
-    if (!res) return CP_EIO;
-    int n = PQntuples(res);
-    if (n > CP_RD_MAX_COLD_FILES) {
-        snprintf(r->err, sizeof r->err, "more than %d cold files in the range", CP_RD_MAX_COLD_FILES);
-        st = CP_ELIMIT;
-    }
-    for (int i = 0; st == CP_OK && i < n; i++) {
-        cp_cold_file f;
-        row_to_file(res, i, &f);
-        if (!f.uuid) continue;
-        if (calls && !cp_rd_cold_range_overlaps(f.duration_range, q->min_duration_ms, q->max_duration_ms)) continue;
-        if (calls && cp_rd_cold_pruned(q, a->sets, &f)) {
-            a->skipped++;
-            continue;
-        }
-        r->emitted = 1;
-        st = a->fn(a->ud, &f);
-    }
-    PQclear(res);
-    return st;
+    return cp_rd_cold_list(r->sqldb, a->q, 1, cold_emit, a, &a->skipped, r->err, sizeof r->err);
 }
 
 static int pg_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_fn fn, void *ud, size_t *skipped)
 {
     pg_reader *r = (pg_reader *)base;
-    if (skipped) *skipped = 0;
-    if (q->from_ms >= q->to_ms || q->min_duration_ms > q->max_duration_ms || !utf8_ok0(q->ns)) return CP_OK;
-    pg_cold a = {q, NULL, fn, ud, 0};
-    if (q->nparams && !(a.sets = calloc(q->nparams, sizeof *a.sets))) return pg_oom(r);
+    pg_cold a = {r, q, fn, ud, 0};
     int st = run_op(r, cold_op, &a);
     if (skipped) *skipped = a.skipped;
-    for (size_t i = 0; i < q->nparams; i++) cp_rd_strset_free(&a.sets[i]);
-    free(a.sets);
     return st;
 }
 
@@ -1991,6 +1796,7 @@ static void pg_close(cp_reader *base)
     pg_reader *r = (pg_reader *)base;
     if (!r) return;
     cache_forget(r); /* the session's statements go with it */
+    cp_sqldb_close(r->sqldb);
     PQfinish(r->db);
     free(r->dead);
     cp_buf_free(&r->sql);
@@ -2064,6 +1870,8 @@ int cp_reader_open_pg(const char *conninfo, cp_reader **out, char *err, size_t e
         st = pg_fail(r, "connect", NULL);
     } else if (PQsetClientEncoding(r->db, "UTF8") != 0) {
         st = pg_fail(r, "client encoding", NULL);
+    } else if (cp_sqldb_wrap_pg(r->db, &r->sqldb) != CP_OK) {
+        st = pg_oom(r);
     } else {
         st = check_schema(r);
     }

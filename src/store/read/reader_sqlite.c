@@ -9,10 +9,8 @@
  * are seen at the same snapshot. A window's late batches (calls_<suffix>_<n>, made for
  * calls that arrived after a compactor claimed it) are window tables like any other.
  *
- * Cold files (cold_files): the completed calls files of `s3_files` for a time range,
- * namespace and duration range, minus those the inverted index rules out for the
- * search's $param=value terms (one query per term and index table; the rule itself is
- * reader_internal.h's, shared with the PostgreSQL reader). bounds covers both tiers.
+ * Cold files (cold_files): cold_list.c's listing, shared with the PostgreSQL reader, on
+ * this reader's connection. bounds covers both tiers.
  *
  * Order (cp_sort_key): the sort column in its direction, then time DESC, restart_time
  * DESC, pod_hash DESC, trace_file_index DESC, buffer_offset DESC, record_index DESC.
@@ -27,6 +25,7 @@
 #include "store/hot/hot_internal.h"
 #include "store/read/reader_internal.h"
 #include "store/cp_stats.h"
+#include "store/sql/sqldb.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +55,7 @@ typedef struct sqlite_reader {
     int cold;                /* the catalog has the cold tier's tables (migration 3) */
     int depth;               /* nested read transactions (one BEGIN for all) */
     int rollups;             /* the catalog has hot_rollups (migration 5) */
+    cp_sqldb *sqldb;         /* db for the code both catalogs share (cold_list.c) */
     char err[256];
 } sqlite_reader;
 
@@ -1028,218 +1028,17 @@ static int rd_bounds(cp_reader *base, int64_t *min_ts, int64_t *max_ts)
 
 /* ---- cold files ---------------------------------------------------------------------------------- */
 
-/* Adds the file ids a query of the inverted index returns (the first column) to set. */
-static int term_rows(sqlite_reader *r, sqlite3_stmt *q, cp_rd_strset *set)
-{
-    int rc, st = CP_OK;
-    while (st == CP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(q, 0);
-        if (id && cp_rd_strset_add(set, id, (size_t)sqlite3_column_bytes(q, 0)) != CP_OK) st = rd_oom(r);
-    }
-    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "inverted index");
-    return st;
-}
-
-/* The files of the range having a value of one inverted-index table that contains
- * needle (folded) -> set. A file whose longest value of the param is no longer than the
- * needle can only contain it as a whole value: those are found by an exact lookup of the
- * index's key; the others (values longer, or files from before the lengths were kept) by
- * a substring scan of their own values. */
-static int cold_term_table(sqlite_reader *r, const cp_cold_query *q, const char *table, const char *needle,
-                           const char *param, size_t param_len, cp_rd_strset *set)
-{
-    size_t nlen = strlen(needle);
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT file_id FROM \"%s\" WHERE value = ?1", table);
-    rd_stmt x;
-    int st = stmt_get(r, sql, &x);
-    if (st != CP_OK) return st;
-    sqlite3_bind_text(x.st, 1, needle, -1, SQLITE_STATIC);
-    st = term_rows(r, x.st, set);
-    stmt_put(r, &x, st == CP_OK);
-    if (st != CP_OK) return st;
-    /* the files that need the scan */
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql,
-                      "SELECT uuid, indexed_params, %s FROM s3_files WHERE file_type = 'calls'"
-                      " AND status = 'completed' AND start_time < ?2 AND end_time > ?1%s",
-                      r->rollups ? "indexed_maxlen" : "NULL", q->ns ? " AND namespace = ?3" : "") != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return rd_oom(r);
-    rd_stmt f;
-    if ((st = stmt_get(r, (const char *)r->sql.data, &f)) != CP_OK) return st;
-    sqlite3_bind_int64(f.st, 1, q->from_ms);
-    sqlite3_bind_int64(f.st, 2, q->to_ms);
-    if (q->ns) sqlite3_bind_text(f.st, 3, q->ns, -1, SQLITE_STATIC);
-    cp_rd_strset slow;
-    memset(&slow, 0, sizeof slow);
-    int rc;
-    while (st == CP_OK && (rc = sqlite3_step(f.st)) == SQLITE_ROW) {
-        const char *uuid = (const char *)sqlite3_column_text(f.st, 0);
-        const char *names = (const char *)sqlite3_column_text(f.st, 1);
-        const char *maxlen = (const char *)sqlite3_column_text(f.st, 2);
-        if (!uuid || !names || !cp_rd_json_names_has(names, strlen(names), param, param_len)) continue;
-        int64_t longest = cp_rd_json_maxlen(maxlen, param, param_len);
-        if (longest >= 0 && (uint64_t)longest <= nlen) continue; /* the exact lookup decided */
-        if (cp_rd_strset_add(&slow, uuid, strlen(uuid)) != CP_OK) st = rd_oom(r);
-    }
-    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "cold files");
-    stmt_put(r, &f, st == CP_OK);
-    if (st == CP_OK && slow.n) {
-        snprintf(sql, sizeof sql, "SELECT file_id FROM \"%s\" WHERE file_id = ?1 AND instr(lower(value), ?2) > 0 LIMIT 1",
-                 table);
-        rd_stmt y;
-        st = stmt_get(r, sql, &y);
-        for (size_t i = 0; st == CP_OK && i < slow.n; i++) {
-            sqlite3_bind_text(y.st, 1, slow.v[i], -1, SQLITE_STATIC);
-            sqlite3_bind_text(y.st, 2, needle, -1, SQLITE_STATIC);
-            st = term_rows(r, y.st, set);
-            sqlite3_reset(y.st);
-        }
-        if (y.sql) stmt_put(r, &y, st == CP_OK);
-    }
-    cp_rd_strset_free(&slow);
-    return st;
-}
-
-/* The set of files that have a value matching term t: one query per inverted-index
- * table whose param name equals t's (ASCII case-insensitively). */
-static int cold_term(sqlite_reader *r, const cp_cold_query *q, const cp_cold_param *t, cp_rd_strset *set)
-{
-    if (cp_rd_fold_into(&r->needle, t->value, t->value_len) != CP_OK) return rd_oom(r);
-    char *needle = strdup((const char *)r->needle.data);
-    if (!needle || cp_rd_fold_into(&r->needle, t->name, t->name_len) != CP_OK) {
-        free(needle);
-        return rd_oom(r);
-    }
-    /* lower() folds ASCII only, like the search */
-    rd_stmt s;
-    int st = stmt_get(r, "SELECT table_name FROM inverted_indexes WHERE lower(param_name) = ?1 ORDER BY 1", &s);
-    char(*tables)[CP_COLD_INV_NAME] = NULL;
-    size_t n = 0, cap = 0;
-    if (st == CP_OK) {
-        sqlite3_bind_text(s.st, 1, (const char *)r->needle.data, (int)r->needle.len, SQLITE_STATIC);
-        int rc;
-        while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
-            const char *name = (const char *)sqlite3_column_text(s.st, 0);
-            if (!cp_rd_inv_name_ok(name)) continue; /* not ours: never spliced into SQL */
-            if (n == cap) {
-                cap = cap ? cap * 2 : 4;
-                char(*v)[CP_COLD_INV_NAME] = realloc(tables, cap * sizeof *v);
-                if (!v) {
-                    st = rd_oom(r);
-                    break;
-                }
-                tables = v;
-            }
-            snprintf(tables[n++], CP_COLD_INV_NAME, "%s", name);
-        }
-        if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "inverted index tables");
-        stmt_put(r, &s, st == CP_OK);
-    }
-    for (size_t i = 0; st == CP_OK && i < n; i++)
-        st = cold_term_table(r, q, tables[i], needle, t->name, t->name_len, set);
-    cp_rd_strset_seal(set);
-    free(tables);
-    free(needle);
-    return st;
-}
-
-static const char *col_opt(sqlite3_stmt *s, int i) { return (const char *)sqlite3_column_text(s, i); }
-
-enum {
-    F_UUID, F_KEY, F_URL, F_LOCAL, F_TYPE, F_DUMP, F_NS, F_RANGE, F_START, F_END, F_MIN, F_MAX, F_ROWS, F_SIZE,
-    F_STATUS, F_SERVICES, F_INDEXED, F_CLAIM, F_MAXLEN
-};
-
-#define RD_FILE_COLUMNS                                                                                        \
-    "uuid, object_key, remote_storage_path, local_file_path, file_type, dump_type, namespace, duration_range," \
-    " start_time, end_time, min_time, max_time, rows_count, file_size, status, services, indexed_params, claim"
-#define RD_FILE_COLUMNS_V5 RD_FILE_COLUMNS ", indexed_maxlen"
-
-static void row_to_file(sqlite3_stmt *s, cp_cold_file *f)
-{
-    memset(f, 0, sizeof *f);
-    f->uuid = col_opt(s, F_UUID);
-    f->key = col_opt(s, F_KEY);
-    f->url = col_opt(s, F_URL);
-    f->local_path = col_opt(s, F_LOCAL);
-    f->file_type = col_opt(s, F_TYPE);
-    f->dump_type = col_opt(s, F_DUMP);
-    f->ns = col_opt(s, F_NS);
-    f->duration_range = sqlite3_column_int(s, F_RANGE);
-    f->start_ms = sqlite3_column_int64(s, F_START);
-    f->end_ms = sqlite3_column_int64(s, F_END);
-    f->min_ts = sqlite3_column_int64(s, F_MIN);
-    f->max_ts = sqlite3_column_int64(s, F_MAX);
-    f->rows = sqlite3_column_int64(s, F_ROWS);
-    f->size = sqlite3_column_int64(s, F_SIZE);
-    f->status = col_opt(s, F_STATUS);
-    f->services = col_opt(s, F_SERVICES);
-    f->indexed_params = col_opt(s, F_INDEXED);
-    f->claim = col_opt(s, F_CLAIM);
-    f->indexed_maxlen = sqlite3_column_count(s) > F_MAXLEN ? col_opt(s, F_MAXLEN) : NULL;
-}
-
-/* The completed calls files of the range, filtered and handed over one by one. */
-static int cold_list(sqlite_reader *r, const cp_cold_query *q, const cp_rd_strset *sets, cp_cold_file_fn fn,
-                     void *ud, size_t *skipped)
-{
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql,
-                      "SELECT %s FROM s3_files WHERE file_type = ?4 AND status = 'completed'"
-                      " AND start_time < ?2 AND end_time > ?1%s"
-                      " ORDER BY start_time, namespace, duration_range, uuid",
-                      r->rollups ? RD_FILE_COLUMNS_V5 : RD_FILE_COLUMNS, q->ns ? " AND namespace = ?3" : "") != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return rd_oom(r);
-    rd_stmt s;
-    int st = stmt_get(r, (const char *)r->sql.data, &s);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(s.st, 1, q->from_ms);
-    sqlite3_bind_int64(s.st, 2, q->to_ms);
-    if (q->ns) sqlite3_bind_text(s.st, 3, q->ns, -1, SQLITE_STATIC);
-    int calls = !q->file_type || !strcmp(q->file_type, "calls");
-    sqlite3_bind_text(s.st, 4, calls ? "calls" : q->file_type, -1, SQLITE_STATIC);
-    int rc;
-    size_t listed = 0;
-    while (st == CP_OK && (rc = sqlite3_step(s.st)) == SQLITE_ROW) {
-        if (++listed > CP_RD_MAX_COLD_FILES) {
-            snprintf(r->err, sizeof r->err, "more than %d cold files in the range", CP_RD_MAX_COLD_FILES);
-            st = CP_ELIMIT;
-            break;
-        }
-        cp_cold_file f;
-        row_to_file(s.st, &f);
-        if (!f.uuid) continue;
-        if (calls && !cp_rd_cold_range_overlaps(f.duration_range, q->min_duration_ms, q->max_duration_ms)) continue;
-        if (calls && cp_rd_cold_pruned(q, sets, &f)) {
-            if (skipped) (*skipped)++;
-            continue;
-        }
-        st = fn(ud, &f);
-    }
-    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "cold files");
-    stmt_put(r, &s, st == CP_OK || st == CP_ELIMIT);
-    return st;
-}
-
 static int rd_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_fn fn, void *ud, size_t *skipped)
 {
     sqlite_reader *r = (sqlite_reader *)base;
+    size_t n = 0;
     if (skipped) *skipped = 0;
-    if (!r->cold || q->from_ms >= q->to_ms || q->min_duration_ms > q->max_duration_ms) return CP_OK;
-    cp_rd_strset *sets = q->nparams ? calloc(q->nparams, sizeof *sets) : NULL;
-    if (q->nparams && !sets) return rd_oom(r);
-    int calls = !q->file_type || !strcmp(q->file_type, "calls");
+    if (!r->cold) return CP_OK;
     int st = txn_begin(r);
-    if (st == CP_OK) {
-        for (size_t i = 0; calls && st == CP_OK && i < q->nparams; i++) st = cold_term(r, q, &q->params[i], &sets[i]);
-        if (st == CP_OK) st = cold_list(r, q, sets, fn, ud, skipped);
-        txn_end(r);
-    }
-    for (size_t i = 0; i < q->nparams; i++) cp_rd_strset_free(&sets[i]);
-    free(sets);
+    if (st != CP_OK) return st;
+    st = cp_rd_cold_list(r->sqldb, q, r->rollups, fn, ud, &n, r->err, sizeof r->err);
+    txn_end(r);
+    if (skipped) *skipped = n;
     return st;
 }
 
@@ -1548,6 +1347,7 @@ static void rd_close(cp_reader *base)
         sqlite3_finalize(r->cache[i].st);
         free(r->cache[i].sql);
     }
+    cp_sqldb_close(r->sqldb);
     sqlite3_close(r->db);
     cp_buf_free(&r->sql);
     cp_buf_free(&r->needle);
@@ -1617,6 +1417,8 @@ int cp_reader_open_sqlite(const char *path, cp_reader **out, char *err, size_t e
     int st;
     if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
         st = rd_fail(r, "open");
+    else if (cp_sqldb_wrap_sqlite(r->db, &r->sqldb) != CP_OK)
+        st = rd_oom(r);
     else
         st = configure(r);
     if (st != CP_OK) {

@@ -1,5 +1,6 @@
 /* sqldb.c -- the backend a spec names, and the calls that pass through to it (sqldb.h). */
 #include "store/sql/sqldb_internal.h"
+#include "store/catalog/pg_internal.h"
 #include "store/cp_catalog.h"
 
 int cp_sqldb_open(const char *spec, cp_sqldb **out, char *err, size_t errlen)
@@ -14,6 +15,8 @@ void cp_sqldb_close(cp_sqldb *db)
 }
 
 int cp_sqldb_is_pg(const cp_sqldb *db) { return db->pg; }
+
+int cp_sqldb_text_ok(const cp_sqldb *db, const char *s, size_t n) { return !db->pg || cp_pg_text_ok(s, n); }
 
 int cp_sqldb_exec(cp_sqldb *db, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,
                   int64_t *changes)

@@ -57,6 +57,19 @@ int cp_sqldb_open(const char *spec, cp_sqldb **out, char *err, size_t errlen);
 void cp_sqldb_close(cp_sqldb *db);
 int cp_sqldb_is_pg(const cp_sqldb *db);
 
+struct sqlite3;
+struct pg_conn;
+/* A sqldb over a connection its owner keeps (a reader's, a catalog's): statements run in
+ * whatever transaction the owner has open, and cp_sqldb_close frees only the wrapper.
+ * Code written once for both catalogs runs on the owner's connection this way. */
+int cp_sqldb_wrap_sqlite(struct sqlite3 *conn, cp_sqldb **out);
+int cp_sqldb_wrap_pg(struct pg_conn *conn, cp_sqldb **out);
+
+/* 1 if the database stores s[0..n) as text unchanged. PostgreSQL takes only valid UTF-8
+ * without NUL (exec cleans other text, so a lookup of it would find nothing); SQLite
+ * takes any bytes. */
+int cp_sqldb_text_ok(const cp_sqldb *db, const char *s, size_t n);
+
 /* Runs one statement with params p[0..np) ($1 = p[0]); fn(ud, row) for each result row
  * (may be NULL); *changes (may be NULL) = rows inserted, updated or deleted. */
 int cp_sqldb_exec(cp_sqldb *db, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,

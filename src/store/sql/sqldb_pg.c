@@ -28,6 +28,7 @@ typedef struct pg_db {
     cp_sqldb base; /* first */
     PGconn *conn;
     cp_buf scratch; /* cleaned text parameters */
+    int borrowed;   /* cp_sqldb_wrap_pg: the owner closes conn */
 } pg_db;
 
 static void one_line(char *dst, size_t cap, const char *what, const char *msg)
@@ -237,7 +238,7 @@ static int pg_broken(const cp_sqldb *base)
 static void pg_close(cp_sqldb *base)
 {
     pg_db *d = (pg_db *)base;
-    if (d->conn) PQfinish(d->conn);
+    if (d->conn && !d->borrowed) PQfinish(d->conn);
     cp_buf_free(&d->scratch);
     free(d);
 }
@@ -272,5 +273,18 @@ int cp_sqldb_open_pg(const char *conninfo, cp_sqldb **out, char *err, size_t err
         return st;
     }
     *out = &d->base;
+    return CP_OK;
+}
+
+int cp_sqldb_wrap_pg(struct pg_conn *conn, cp_sqldb **out)
+{
+    pg_db *d = calloc(1, sizeof *d);
+    *out = d ? &d->base : NULL;
+    if (!d) return CP_ENOMEM;
+    d->base.ops = &pg_ops;
+    d->base.pg = 1;
+    cp_buf_init(&d->scratch);
+    d->conn = conn;
+    d->borrowed = 1;
     return CP_OK;
 }

@@ -11,6 +11,7 @@
 typedef struct sq_db {
     cp_sqldb base; /* first */
     sqlite3 *db;
+    int borrowed; /* cp_sqldb_wrap_sqlite: the owner closes db */
 } sq_db;
 
 static int fail(sq_db *d, const char *what)
@@ -137,7 +138,7 @@ static int sq_broken(const cp_sqldb *base)
 static void sq_close(cp_sqldb *base)
 {
     sq_db *d = (sq_db *)base;
-    sqlite3_close(d->db);
+    if (!d->borrowed) sqlite3_close(d->db);
     free(d);
 }
 
@@ -168,5 +169,16 @@ int cp_sqldb_open_sqlite(const char *path, cp_sqldb **out, char *err, size_t err
         return st;
     }
     *out = &d->base;
+    return CP_OK;
+}
+
+int cp_sqldb_wrap_sqlite(struct sqlite3 *conn, cp_sqldb **out)
+{
+    sq_db *d = calloc(1, sizeof *d);
+    *out = d ? &d->base : NULL;
+    if (!d) return CP_ENOMEM;
+    d->base.ops = &sq_ops;
+    d->db = conn;
+    d->borrowed = 1;
     return CP_OK;
 }
