@@ -1,17 +1,33 @@
 /* sqldb_sqlite.c -- sqldb.h on a SQLite file: a connection of its own beside the
- * catalog's, with synchronous=FULL so a commit is on disk when it returns. */
+ * catalog's, with synchronous=FULL so a commit is on disk when it returns; or a wrapper
+ * of a connection its owner keeps (cp_sqldb_wrap_sqlite).
+ *
+ * Statements are kept prepared (STMT_CACHE of them, by SQL text, the least recently
+ * used one replaced): the same few statements run again and again, and preparing one
+ * costs more than running a point lookup. */
 #include "store/sql/sqldb_internal.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define BUSY_TIMEOUT_MS 10000
+#define STMT_CACHE 32
+
+typedef struct sq_stmt {
+    char *sql;
+    sqlite3_stmt *st;
+    uint64_t used;
+} sq_stmt;
 
 typedef struct sq_db {
     cp_sqldb base; /* first */
     sqlite3 *db;
     int borrowed; /* cp_sqldb_wrap_sqlite: the owner closes db */
+    sq_stmt cache[STMT_CACHE];
+    size_t ncache;
+    uint64_t tick;
 } sq_db;
 
 static int fail(sq_db *d, const char *what)
@@ -49,12 +65,63 @@ static int bind_all(sq_db *d, sqlite3_stmt *s, const cp_sql_val *p, size_t np)
 
 #define COLS_MAX 64
 
+/* A prepared statement for sql, from the cache (taken out of it while in use: a row
+ * callback may run another statement, even the same one) or new. */
+static sqlite3_stmt *stmt_get(sq_db *d, const char *sql)
+{
+    for (size_t i = 0; i < d->ncache; i++)
+        if (!strcmp(d->cache[i].sql, sql)) {
+            sqlite3_stmt *s = d->cache[i].st;
+            free(d->cache[i].sql);
+            d->cache[i] = d->cache[--d->ncache];
+            return s;
+        }
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v3(d->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Back into the cache, reset (one whose last step failed is dropped: reset reports it). */
+static void stmt_put(sq_db *d, const char *sql, sqlite3_stmt *s)
+{
+    if (sqlite3_reset(s) != SQLITE_OK || sqlite3_clear_bindings(s) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return;
+    }
+    char *copy = strdup(sql);
+    if (!copy) {
+        sqlite3_finalize(s);
+        return;
+    }
+    if (d->ncache == STMT_CACHE) {
+        size_t lru = 0;
+        for (size_t i = 1; i < d->ncache; i++)
+            if (d->cache[i].used < d->cache[lru].used) lru = i;
+        sqlite3_finalize(d->cache[lru].st);
+        free(d->cache[lru].sql);
+        d->cache[lru] = d->cache[--d->ncache];
+    }
+    d->cache[d->ncache++] = (sq_stmt){copy, s, ++d->tick};
+}
+
+static void cache_clear(sq_db *d)
+{
+    for (size_t i = 0; i < d->ncache; i++) {
+        sqlite3_finalize(d->cache[i].st);
+        free(d->cache[i].sql);
+    }
+    d->ncache = 0;
+}
+
 static int sq_exec(cp_sqldb *base, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,
                    int64_t *changes)
 {
     sq_db *d = (sq_db *)base;
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(d->db, sql, -1, &s, NULL) != SQLITE_OK) return fail(d, "prepare");
+    sqlite3_stmt *s = stmt_get(d, sql);
+    if (!s) return fail(d, "prepare");
     int st = bind_all(d, s, p, np);
     int ncols = sqlite3_column_count(s);
     if (ncols > COLS_MAX) {
@@ -89,7 +156,7 @@ static int sq_exec(cp_sqldb *base, const char *sql, const cp_sql_val *p, size_t 
     }
     if (st == CP_OK && rc != SQLITE_DONE) st = fail(d, "step");
     if (st == CP_OK && changes) *changes = sqlite3_changes64(d->db);
-    sqlite3_finalize(s);
+    stmt_put(d, sql, s);
     return st;
 }
 
@@ -138,6 +205,7 @@ static int sq_broken(const cp_sqldb *base)
 static void sq_close(cp_sqldb *base)
 {
     sq_db *d = (sq_db *)base;
+    cache_clear(d);
     if (!d->borrowed) sqlite3_close(d->db);
     free(d);
 }
