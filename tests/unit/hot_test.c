@@ -858,6 +858,62 @@ static void test_words(void **state)
     assert_string_equal(w.text[1], "sql");
 }
 
+typedef struct wordcheck {
+    size_t n, stop_at;
+    const int32_t *want; /* the ids expected, in order */
+} wordcheck;
+
+static int on_word_check(void *ud, int32_t id, const char *text, size_t len)
+{
+    wordcheck *w = ud;
+    char want[32];
+    snprintf(want, sizeof want, "w%d", (int)w->want[w->n]);
+    assert_int_equal(id, w->want[w->n]);
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(text, want, len);
+    w->n++;
+    return w->stop_at && w->n == w->stop_at;
+}
+
+/* Many ids (more than one statement's chunk), out of order, repeated and unknown: every
+ * known one answered in the order asked, repeats included; a callback that stops ends the
+ * walk without an error. */
+static void test_words_many(void **state)
+{
+    fixture *fx = *state;
+    const cp_catalog_pod *p = &pods[2].p;
+    enum { KNOWN = 6000, ASKED = 9000 };
+    for (int32_t i = 0; i < KNOWN; i++) {
+        char t[32];
+        int n = snprintf(t, sizeof t, "w%d", (int)(2 * i));
+        assert_int_equal(cp_catalog_dict_put(fx->cat, p, 2 * i, t, (size_t)n), CP_OK);
+    }
+    assert_int_equal(cp_catalog_commit(fx->cat), CP_OK);
+    int32_t *ids = malloc(ASKED * sizeof *ids), *want = malloc(ASKED * sizeof *want);
+    assert_non_null(ids);
+    assert_non_null(want);
+    size_t nwant = 0;
+    for (size_t i = 0; i < ASKED; i++) {
+        /* descending even and odd ids (odd ones are unknown), every tenth asked twice */
+        ids[i] = i % 10 == 9 ? ids[i - 1] : (int32_t)(2 * KNOWN + 100 - (int32_t)i);
+        if (ids[i] >= 0 && ids[i] % 2 == 0 && ids[i] < 2 * KNOWN) want[nwant++] = ids[i];
+    }
+    assert_true(nwant > 4096);
+    wordcheck w = {0, 0, want};
+    assert_int_equal(cp_reader_words(fx->rd, p->ns, p->pod, p->restart_ms, ids, ASKED, on_word_check, &w), CP_OK);
+    assert_int_equal(w.n, nwant);
+    w = (wordcheck){0, 5000, want};
+    assert_int_equal(cp_reader_words(fx->rd, p->ns, p->pod, p->restart_ms, ids, ASKED, on_word_check, &w), CP_OK);
+    assert_int_equal(w.n, 5000);
+    /* nothing asked, or a pod that cannot exist */
+    w = (wordcheck){0, 0, want};
+    assert_int_equal(cp_reader_words(fx->rd, p->ns, p->pod, p->restart_ms, ids, 0, on_word_check, &w), CP_OK);
+    assert_int_equal(cp_reader_words(fx->rd, "ns-\xff", p->pod, p->restart_ms, ids, ASKED, on_word_check, &w), CP_OK);
+    assert_int_equal(w.n, 0);
+    free(ids);
+    free(want);
+}
+
 /* ---- tests: the writer's tables ----------------------------------------------------------------- */
 
 static sqlite3 *raw_open(const char *path)
@@ -1383,6 +1439,7 @@ int main(void)
         cmocka_unit_test(test_lazy_windows),    cmocka_unit_test(test_get),
         cmocka_unit_test(test_pods),            cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_tables_and_inventory), cmocka_unit_test(test_words),
+        cmocka_unit_test(test_words_many),
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_windows_prepare),   cmocka_unit_test(test_window_length_change),

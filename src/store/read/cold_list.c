@@ -12,37 +12,25 @@
  * non-ASCII letters by the database's locale), substring search and bytewise collation.
  */
 #include "store/read/reader_internal.h"
-#include "store/sql/sqldb.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct cold_list {
-    cp_sqldb *db;
+    const cp_rd_ctx *x;
     const cp_cold_query *q;
     int has_maxlen;
     int pg;
     cp_buf sql;
-    char *err;
-    size_t errlen;
-    int said; /* a row callback stopped the statement and err says why (or the caller's fn did) */
 } cold_list;
 
-static int cl_oom(cold_list *k)
-{
-    snprintf(k->err, k->errlen, "out of memory");
-    k->said = 1;
-    return CP_ENOMEM;
-}
+static int cl_oom(cold_list *k) { return cp_rd_oom(k->x); }
 
 static int cl_exec(cold_list *k, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,
                    const char *what)
 {
-    k->said = 0;
-    int st = cp_sqldb_exec(k->db, sql, p, np, fn, ud, NULL);
-    if (st != CP_OK && !k->said) snprintf(k->err, k->errlen, "%s: %s", what, cp_sqldb_errmsg(k->db));
-    return st;
+    return cp_rd_exec(k->x, sql, p, np, fn, ud, what);
 }
 
 /* SQL text by the dialect: x folded to ASCII lower case. */
@@ -153,7 +141,8 @@ static int row_table(void *ud, const cp_sql_val *c, size_t n)
 static int term_set(cold_list *k, const cp_cold_param *t, cp_rd_strset *set)
 {
     /* a name or value the database cannot take as text: the index proves nothing */
-    if (!cp_sqldb_text_ok(k->db, t->name, t->name_len) || !cp_sqldb_text_ok(k->db, t->value, t->value_len)) {
+    cp_sqldb *db = k->x->db;
+    if (!cp_sqldb_text_ok(db, t->name, t->name_len) || !cp_sqldb_text_ok(db, t->value, t->value_len)) {
         set->all = 1;
         return CP_OK;
     }
@@ -201,8 +190,7 @@ static int row_file(void *ud, const cp_sql_val *c, size_t n)
     file_walk *w = ud;
     if (n < F_COUNT) return CP_OK;
     if (++w->listed > CP_RD_MAX_COLD_FILES) {
-        snprintf(w->k->err, w->k->errlen, "more than %d cold files in the range", CP_RD_MAX_COLD_FILES);
-        w->k->said = 1;
+        snprintf(w->k->x->err, w->k->x->errlen, "more than %d cold files in the range", CP_RD_MAX_COLD_FILES);
         return CP_ELIMIT;
     }
     cp_cold_file f = {
@@ -233,9 +221,8 @@ static int row_file(void *ud, const cp_sql_val *c, size_t n)
         (*w->skipped)++;
         return CP_OK;
     }
-    int st = w->fn(w->ud, &f);
-    if (st != CP_OK) w->k->said = 1; /* the caller's own reason (or a stop), not the database's */
-    return st;
+    cp_rd_emit(w->k->x);
+    return w->fn(w->ud, &f);
 }
 
 static int list_files(cold_list *k, const cp_rd_strset *sets, cp_cold_file_fn fn, void *ud, size_t *skipped)
@@ -262,13 +249,13 @@ static int list_files(cold_list *k, const cp_rd_strset *sets, cp_cold_file_fn fn
     return cl_exec(k, (const char *)k->sql.data, p, q->ns ? 5 : 4, row_file, &w, "cold files");
 }
 
-int cp_rd_cold_list(cp_sqldb *db, const cp_cold_query *q, int has_maxlen, cp_cold_file_fn fn, void *ud,
-                    size_t *skipped, char *err, size_t errlen)
+int cp_rd_cold_list(const cp_rd_ctx *x, const cp_cold_query *q, int has_maxlen, cp_cold_file_fn fn, void *ud,
+                    size_t *skipped)
 {
     *skipped = 0;
     if (q->from_ms >= q->to_ms || q->min_duration_ms > q->max_duration_ms) return CP_OK;
-    if (q->ns && !cp_sqldb_text_ok(db, q->ns, strlen(q->ns))) return CP_OK; /* no file has that namespace */
-    cold_list k = {db, q, has_maxlen, cp_sqldb_is_pg(db), {0}, err, errlen, 0};
+    if (q->ns && !cp_sqldb_text_ok(x->db, q->ns, strlen(q->ns))) return CP_OK; /* no file has that namespace */
+    cold_list k = {x, q, has_maxlen, cp_sqldb_is_pg(x->db), {0}};
     cp_buf_init(&k.sql);
     cp_rd_strset *sets = q->nparams ? calloc(q->nparams, sizeof *sets) : NULL;
     int st = q->nparams && !sets ? cl_oom(&k) : CP_OK;

@@ -17,6 +17,7 @@
 #include "store/cp_catalog.h"
 #include "store/cp_cold.h"
 #include "store/cp_hot.h"
+#include "store/sql/sqldb.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -85,18 +86,40 @@ void cp_rd_strset_free(cp_rd_strset *s);
  * the files that have a matching value) rules the file out. */
 int cp_rd_cold_pruned(const cp_cold_query *q, const cp_rd_strset *sets, const cp_cold_file *f);
 
-/* ---- the cold-file listing (cold_list.c) ------------------------------------------------------ */
+/* ---- operations written once for both readers (cold_list.c, lookups.c) ------------------------ */
 
-struct cp_sqldb;
+/* What a shared operation needs from the reader running it. */
+typedef struct cp_rd_ctx {
+    cp_sqldb *db;  /* the reader's connection (cp_sqldb_wrap_*), inside its read transaction */
+    int *emitted;  /* set to 1 before anything reaches the caller's callback (NULL: not kept) */
+    int *retry;    /* set to 1 when a failure may pass in a new snapshot (NULL: not kept) */
+    char *err;     /* why it failed */
+    size_t errlen;
+} cp_rd_ctx;
 
-/* cp_reader_ops.cold_files, written once for both catalogs: db is a cp_sqldb_wrap_* of the
- * reader's connection, used inside the reader's read transaction. The term sets of the
- * inverted index first, then the completed files of q's range in order (start_time,
- * namespace, duration_range, uuid; bytewise) to fn, those a term rules out counted in
- * *skipped. has_maxlen: s3_files has indexed_maxlen (SQLite migration 5). On failure err
- * says why (unless fn failed: then its status is returned as it is). */
-int cp_rd_cold_list(struct cp_sqldb *db, const cp_cold_query *q, int has_maxlen, cp_cold_file_fn fn, void *ud,
-                    size_t *skipped, char *err, size_t errlen);
+/* cp_sqldb_exec; a failure of the database (not of fn) is described in x->err as
+ * "what: ..." and noted in x->retry. */
+int cp_rd_exec(const cp_rd_ctx *x, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,
+               const char *what);
+int cp_rd_oom(const cp_rd_ctx *x);
+
+static inline void cp_rd_emit(const cp_rd_ctx *x)
+{
+    if (x->emitted) *x->emitted = 1;
+}
+
+/* cp_reader_ops.cold_files: the term sets of the inverted index first, then the completed
+ * files of q's range in order (start_time, namespace, duration_range, uuid; bytewise) to
+ * fn, those a term rules out counted in *skipped. has_maxlen: s3_files has
+ * indexed_maxlen (SQLite migration 5). */
+int cp_rd_cold_list(const cp_rd_ctx *x, const cp_cold_query *q, int has_maxlen, cp_cold_file_fn fn, void *ud,
+                    size_t *skipped);
+
+/* cp_reader_ops.pods, .words and .bounds (has_cold: the catalog has s3_files). */
+int cp_rd_pods(const cp_rd_ctx *x, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud);
+int cp_rd_words(const cp_rd_ctx *x, const char *ns, const char *pod, int64_t restart_ms, const int32_t *ids, size_t n,
+                int (*fn)(void *ud, int32_t id, const char *text, size_t len), void *ud);
+int cp_rd_bounds(const cp_rd_ctx *x, int has_cold, int64_t *min_ts, int64_t *max_ts);
 
 /* ---- the search order and the merge heap (rowkey.c) ------------------------------------------ */
 

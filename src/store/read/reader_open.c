@@ -22,6 +22,25 @@ int cp_reader_open(const char *spec, cp_reader **out, char *err, size_t errlen)
     return cp_reader_open_sqlite(spec, out, err, errlen);
 }
 
+/* ---- shared operations' errors ---------------------------------------------------------------- */
+
+int cp_rd_exec(const cp_rd_ctx *x, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,
+               const char *what)
+{
+    int st = cp_sqldb_exec(x->db, sql, p, np, fn, ud, NULL);
+    if (st != CP_OK && cp_sqldb_errmsg(x->db)[0]) { /* the database's failure, not fn's */
+        snprintf(x->err, x->errlen, "%s: %s", what, cp_sqldb_errmsg(x->db));
+        if (x->retry && cp_sqldb_retryable(x->db)) *x->retry = 1;
+    }
+    return st;
+}
+
+int cp_rd_oom(const cp_rd_ctx *x)
+{
+    snprintf(x->err, x->errlen, "out of memory");
+    return CP_ENOMEM;
+}
+
 /* ---- folding ---------------------------------------------------------------------------------- */
 
 int cp_rd_fold_into(cp_buf *out, const char *s, size_t n)

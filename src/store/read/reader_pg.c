@@ -57,7 +57,6 @@
 #define PG_FETCH_MAX 1000
 #define PG_FETCH_BUDGET 50000  /* ... so that all open cursors hold about this many rows */
 #define PG_LOCK_CHUNK 256      /* tables per LOCK statement */
-#define PG_WORDS_CHUNK 4096    /* ids per dictionary query */
 #define PG_MAX_PARAMS 24
 #define PG_STMT_NAME 24
 
@@ -1176,29 +1175,28 @@ static int pg_get_call(cp_reader *base, const cp_call_ref *ref, int with_trace, 
     return st;
 }
 
-/* ---- pods --------------------------------------------------------------------------------------- */
+/* ---- pods, words, bounds (lookups.c), cold files (cold_list.c) --------------------------------- *
+ *
+ * Each runs through run_op: its own snapshot (or the caller's), once more with a new one
+ * when a window was dropped under it before anything reached the caller. */
 
-/* As reader_sqlite.c's pods_sql; names ordered by bytes. $3 = $1 - one day, computed
- * here (saturating). */
-static const char pods_sql[] =
-    "WITH k AS (SELECT namespace, pod_name, restart_time, max(service_name COLLATE \"C\") AS service_name,"
-    "  sum(calls) AS calls"
-    "  FROM call_counts WHERE window_start > $3::bigint AND window_start < $2::bigint"
-    "  AND window_end > $1::bigint"
-    "  GROUP BY namespace, pod_name, restart_time)"
-    " SELECT * FROM ("
-    " SELECT r.namespace AS ns, r.service_name AS svc, r.pod_name AS pod, r.restart_time AS restart,"
-    "  coalesce(r.active_since, r.restart_time) AS first_ms,"
-    "  coalesce(r.last_active, r.active_since, r.restart_time) AS last_ms, coalesce(k.calls, 0) AS calls"
-    " FROM pod_restarts r LEFT JOIN k ON k.namespace = r.namespace AND k.pod_name = r.pod_name"
-    "  AND k.restart_time = r.restart_time"
-    " WHERE (r.active_since < $2::bigint AND coalesce(r.last_active, r.active_since) >= $1::bigint)"
-    "  OR k.calls IS NOT NULL"
-    " UNION ALL"
-    " SELECT k.namespace, k.service_name, k.pod_name, k.restart_time, k.restart_time, k.restart_time, k.calls"
-    " FROM k WHERE NOT EXISTS (SELECT 1 FROM pod_restarts r WHERE r.pod_id = k.namespace || '/' || k.pod_name"
-    "  AND r.restart_time = k.restart_time)"
-    " ) u ORDER BY ns COLLATE \"C\", svc COLLATE \"C\", pod COLLATE \"C\", restart";
+typedef struct pg_shared {
+    int (*op)(const cp_rd_ctx *x, void *arg);
+    void *arg;
+} pg_shared;
+
+static int shared_op(pg_reader *r, void *arg)
+{
+    pg_shared *a = arg;
+    cp_rd_ctx x = {r->sqldb, &r->emitted, &r->retry, r->err, sizeof r->err};
+    return a->op(&x, a->arg);
+}
+
+static int run_shared(pg_reader *r, int (*op)(const cp_rd_ctx *x, void *arg), void *arg)
+{
+    pg_shared a = {op, arg};
+    return run_op(r, shared_op, &a);
+}
 
 typedef struct pg_pods {
     int64_t from, to;
@@ -1206,47 +1204,20 @@ typedef struct pg_pods {
     void *ud;
 } pg_pods;
 
-static int pods_op(pg_reader *r, void *arg)
+static int pods_op(const cp_rd_ctx *x, void *arg)
 {
     pg_pods *a = arg;
-    pg_stmt q;
-    int st = stmt_get(r, pods_sql, &q);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    par_i64(&p, a->from);
-    par_i64(&p, a->to);
-    par_i64(&p, a->from > INT64_MIN + 86400000 ? a->from - 86400000 : INT64_MIN);
-    PGresult *res = stmt_run(r, &q, &p, 0, "pods");
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    int n = PQntuples(res);
-    for (int i = 0; st == CP_OK && i < n; i++) {
-        cp_pod_row pr;
-        size_t len;
-        pr.ns = val_text(res, i, 0, &len);
-        pr.service = val_text(res, i, 1, &len);
-        pr.pod = val_text(res, i, 2, &len);
-        pr.restart_ms = val_i64(res, i, 3);
-        pr.first_ms = val_i64(res, i, 4);
-        pr.last_ms = val_i64(res, i, 5);
-        pr.calls = val_i64(res, i, 6);
-        r->emitted = 1;
-        st = a->fn(a->ud, &pr);
-    }
-    PQclear(res);
-    return st;
+    return cp_rd_pods(x, a->from, a->to, a->fn, a->ud);
 }
 
 static int pg_pods_list(cp_reader *base, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud)
 {
     pg_pods a = {from_ms, to_ms, fn, ud};
-    return run_op((pg_reader *)base, pods_op, &a);
+    return run_shared((pg_reader *)base, pods_op, &a);
 }
 
-/* ---- dictionary words --------------------------------------------------------------------------- */
-
 typedef struct pg_words {
-    const char *pod_id;
+    const char *ns, *pod;
     int64_t restart_ms;
     const int32_t *ids;
     size_t n;
@@ -1254,210 +1225,56 @@ typedef struct pg_words {
     void *ud;
 } pg_words;
 
-/* Row of position id in a result ordered by position, or -1. */
-static int word_row(const PGresult *res, int32_t id)
-{
-    int lo = 0, hi = PQntuples(res);
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        int64_t v = val_i64(res, mid, 0);
-        if (v == id) return mid;
-        if (v < id) lo = mid + 1;
-        else hi = mid;
-    }
-    return -1;
-}
-
-/* One query per chunk of ids (= ANY of an int array), then fn in the order of ids, as
- * the SQLite reader's point lookups. */
-static int words_op(pg_reader *r, void *arg)
+static int words_op(const cp_rd_ctx *x, void *arg)
 {
     pg_words *a = arg;
-    int st = CP_OK;
-    for (size_t i = 0; st == CP_OK && i < a->n; i += PG_WORDS_CHUNK) {
-        size_t end = i + PG_WORDS_CHUNK < a->n ? i + PG_WORDS_CHUNK : a->n;
-        cp_buf_reset(&r->tmp);
-        st = cp_buf_putc(&r->tmp, '{');
-        for (size_t k = i; st == CP_OK && k < end; k++) st = cp_buf_printf(&r->tmp, "%s%d", k > i ? "," : "", a->ids[k]);
-        if (st == CP_OK) st = cp_buf_puts(&r->tmp, "}");
-        if (st == CP_OK) st = cp_buf_putc(&r->tmp, 0);
-        if (st != CP_OK) return pg_oom(r);
-        pg_stmt q;
-        st = stmt_get(r,
-                      "SELECT \"position\", tag FROM dictionary WHERE pod_id = $1::text AND restart_time = $2::bigint"
-                      " AND \"position\" = ANY($3::int[]) ORDER BY 1",
-                      &q);
-        if (st != CP_OK) return st;
-        pg_params p = {0};
-        par_text(&p, a->pod_id, strlen(a->pod_id));
-        par_i64(&p, a->restart_ms);
-        par_text(&p, (const char *)r->tmp.data, r->tmp.len - 1);
-        p.fmt[2] = 0; /* the array literal in text form */
-        PGresult *res = stmt_run(r, &q, &p, 0, "dictionary");
-        stmt_put(r, &q, res != NULL);
-        if (!res) return CP_EIO;
-        for (size_t k = i; st == CP_OK && k < end; k++) {
-            int row = word_row(res, a->ids[k]);
-            if (row < 0) continue;
-            size_t len;
-            const char *t = val_text(res, row, 1, &len);
-            r->emitted = 1;
-            if (a->fn(a->ud, a->ids[k], t, len) != 0) st = CP_EABORT;
-        }
-        PQclear(res);
-    }
-    return st;
+    return cp_rd_words(x, a->ns, a->pod, a->restart_ms, a->ids, a->n, a->fn, a->ud);
 }
 
 static int pg_words_get(cp_reader *base, const char *ns, const char *pod, int64_t restart_ms, const int32_t *ids,
                         size_t n, int (*fn)(void *ud, int32_t id, const char *text, size_t len), void *ud)
 {
-    pg_reader *r = (pg_reader *)base;
     if (n == 0) return CP_OK;
-    size_t nl = strlen(ns), pl = strlen(pod);
-    if (!utf8_ok(ns, nl) || !utf8_ok(pod, pl)) return CP_OK; /* no such pod can be stored */
-    char *pod_id = malloc(nl + pl + 2);
-    if (!pod_id) return pg_oom(r);
-    memcpy(pod_id, ns, nl);
-    pod_id[nl] = '/';
-    memcpy(pod_id + nl + 1, pod, pl + 1);
-    pg_words a = {pod_id, restart_ms, ids, n, fn, ud};
-    int st = run_op(r, words_op, &a);
-    free(pod_id);
-    return st == CP_EABORT ? CP_OK : st;
-}
-
-/* ---- bounds ------------------------------------------------------------------------------------- */
-
-/* min(time) or max(time) of one window table (an index edge). */
-static int window_edge(pg_reader *r, const char *name, int max, int64_t *v, int *has)
-{
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql, "SELECT %s(time) FROM %s", max ? "max" : "min", name) != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return pg_oom(r);
-    pg_stmt q;
-    int st = stmt_get(r, (const char *)r->sql.data, &q);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    PGresult *res = stmt_run(r, &q, &p, 0, "window bounds");
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    *has = PQntuples(res) > 0 && !PQgetisnull(res, 0, 0);
-    if (*has) *v = val_i64(res, 0, 0);
-    PQclear(res);
-    return CP_OK;
-}
-
-/* Walks the windows from one end of time; stops when the next window cannot beat the
- * value found (windows can overlap only after a window length change). */
-static int edge(pg_reader *r, int max, int64_t *out, int *found)
-{
-    pg_stmt q;
-    int st = stmt_get(r,
-                      max ? "SELECT table_name, start_time, end_time FROM inventory WHERE table_type = 'calls'"
-                            " AND status IN ('ready', 'persisting') AND rows_count > 0"
-                            " ORDER BY end_time DESC, table_name COLLATE \"C\""
-                          : "SELECT table_name, start_time, end_time FROM inventory WHERE table_type = 'calls'"
-                            " AND status IN ('ready', 'persisting') AND rows_count > 0"
-                            " ORDER BY start_time ASC, table_name COLLATE \"C\"",
-                      &q);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    PGresult *res = stmt_run(r, &q, &p, 0, "bounds");
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    *found = 0;
-    int n = PQntuples(res);
-    for (int i = 0; st == CP_OK && i < n; i++) {
-        const char *name = PQgetvalue(res, i, 0);
-        int64_t start = val_i64(res, i, 1), end = val_i64(res, i, 2);
-        if (*found && (max ? end <= *out + 1 : start >= *out)) break;
-        if (!cp_hot_calls_name_ok(name)) continue;
-        int64_t v;
-        int has;
-        if ((st = window_edge(r, name, max, &v, &has)) != CP_OK) break;
-        if (has && (!*found || (max ? v > *out : v < *out))) *out = v, *found = 1;
-    }
-    PQclear(res);
-    return st;
+    pg_words a = {ns, pod, restart_ms, ids, n, fn, ud};
+    return run_shared((pg_reader *)base, words_op, &a);
 }
 
 typedef struct pg_bounds {
     int64_t lo, hi;
-    int has;
 } pg_bounds;
 
-static int bounds_op(pg_reader *r, void *arg)
+static int bounds_op(const cp_rd_ctx *x, void *arg)
 {
     pg_bounds *b = arg;
-    int has_min = 0, has_max = 0;
-    int64_t lo = 0, hi = 0;
-    int st = edge(r, 0, &lo, &has_min);
-    if (st == CP_OK) st = edge(r, 1, &hi, &has_max);
-    if (st != CP_OK) return st;
-    if (!has_min || !has_max) has_min = has_max = 0;
-    /* completed cold calls files */
-    pg_stmt q;
-    st = stmt_get(r,
-                  "SELECT min(min_time), max(max_time) FROM s3_files"
-                  " WHERE file_type = 'calls' AND status = 'completed'",
-                  &q);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    PGresult *res = stmt_run(r, &q, &p, 0, "cold bounds");
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0) && !PQgetisnull(res, 0, 1)) {
-        int64_t clo = val_i64(res, 0, 0), chi = val_i64(res, 0, 1);
-        if (!has_min || clo < lo) lo = clo;
-        if (!has_max || chi > hi) hi = chi;
-        has_min = 1;
-    }
-    PQclear(res);
-    b->has = has_min;
-    b->lo = lo;
-    b->hi = hi;
-    return CP_OK;
+    return cp_rd_bounds(x, 1, &b->lo, &b->hi);
 }
 
 static int pg_bounds_get(cp_reader *base, int64_t *min_ts, int64_t *max_ts)
 {
-    pg_bounds b = {0, 0, 0};
-    int st = run_op((pg_reader *)base, bounds_op, &b);
-    *min_ts = st == CP_OK && b.has ? b.lo : 0;
-    *max_ts = st == CP_OK && b.has ? b.hi : 0;
+    pg_bounds b = {0, 0};
+    int st = run_shared((pg_reader *)base, bounds_op, &b);
+    *min_ts = st == CP_OK ? b.lo : 0;
+    *max_ts = st == CP_OK ? b.hi : 0;
     return st;
 }
 
-/* ---- cold files ---------------------------------------------------------------------------------- */
-
 typedef struct pg_cold {
-    pg_reader *r;
     const cp_cold_query *q;
     cp_cold_file_fn fn;
     void *ud;
     size_t skipped;
 } pg_cold;
 
-static int cold_emit(void *ud, const cp_cold_file *f)
-{
-    pg_cold *a = ud;
-    a->r->emitted = 1;
-    return a->fn(a->ud, f);
-}
-
-static int cold_op(pg_reader *r, void *arg)
+static int cold_op(const cp_rd_ctx *x, void *arg)
 {
     pg_cold *a = arg;
-    return cp_rd_cold_list(r->sqldb, a->q, 1, cold_emit, a, &a->skipped, r->err, sizeof r->err);
+    return cp_rd_cold_list(x, a->q, 1, a->fn, a->ud, &a->skipped);
 }
 
 static int pg_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_fn fn, void *ud, size_t *skipped)
 {
-    pg_reader *r = (pg_reader *)base;
-    pg_cold a = {r, q, fn, ud, 0};
-    int st = run_op(r, cold_op, &a);
+    pg_cold a = {q, fn, ud, 0};
+    int st = run_shared((pg_reader *)base, cold_op, &a);
     if (skipped) *skipped = a.skipped;
     return st;
 }

@@ -847,160 +847,27 @@ static int rd_get(cp_reader *base, const cp_call_ref *ref, int with_trace, cp_ca
     return st;
 }
 
-/* ---- pods --------------------------------------------------------------------------------------- */
+/* ---- pods, words, bounds (lookups.c), cold files (cold_list.c) --------------------------------- */
 
-/* Pod restarts active in [from, to) (active_since before to, last seen at or after from)
- * or with calls in a window overlapping it; calls are summed over whole windows, so edge
- * windows count entirely (window granularity). Restarts known only from call_counts (no
- * pod_restarts row) are listed with first = last = restart time. A window is at most a
- * day long, which bounds the window_start range scanned. */
-static const char pods_sql[] =
-    "WITH k AS (SELECT namespace, pod_name, restart_time, max(service_name) AS service_name, sum(calls) AS calls"
-    "  FROM call_counts WHERE window_start > ?1 - 86400000 AND window_start < ?2 AND window_end > ?1"
-    "  GROUP BY namespace, pod_name, restart_time)"
-    " SELECT r.namespace, r.service_name, r.pod_name, r.restart_time, coalesce(r.active_since, r.restart_time),"
-    "  coalesce(r.last_active, r.active_since, r.restart_time), coalesce(k.calls, 0)"
-    " FROM pod_restarts r LEFT JOIN k ON k.namespace = r.namespace AND k.pod_name = r.pod_name"
-    "  AND k.restart_time = r.restart_time"
-    " WHERE (r.active_since < ?2 AND coalesce(r.last_active, r.active_since) >= ?1) OR k.calls IS NOT NULL"
-    " UNION ALL"
-    " SELECT k.namespace, k.service_name, k.pod_name, k.restart_time, k.restart_time, k.restart_time, k.calls"
-    " FROM k WHERE NOT EXISTS (SELECT 1 FROM pod_restarts r WHERE r.pod_id = k.namespace || '/' || k.pod_name"
-    "  AND r.restart_time = k.restart_time)"
-    " ORDER BY 1, 2, 3, 4";
+static cp_rd_ctx ctx_of(sqlite_reader *r) { return (cp_rd_ctx){r->sqldb, NULL, NULL, r->err, sizeof r->err}; }
 
 static int rd_pods(cp_reader *base, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud)
 {
     sqlite_reader *r = (sqlite_reader *)base;
     int st = txn_begin(r);
     if (st != CP_OK) return st;
-    rd_stmt q;
-    st = stmt_get(r, pods_sql, &q);
-    if (st != CP_OK) {
-        txn_end(r);
-        return st;
-    }
-    sqlite3_bind_int64(q.st, 1, from_ms);
-    sqlite3_bind_int64(q.st, 2, to_ms);
-    int rc;
-    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
-        cp_pod_row p;
-        size_t len;
-        p.ns = col_text(q.st, 0, &len);
-        p.service = col_text(q.st, 1, &len);
-        p.pod = col_text(q.st, 2, &len);
-        p.restart_ms = sqlite3_column_int64(q.st, 3);
-        p.first_ms = sqlite3_column_int64(q.st, 4);
-        p.last_ms = sqlite3_column_int64(q.st, 5);
-        p.calls = sqlite3_column_int64(q.st, 6);
-        if ((st = fn(ud, &p)) != 0) break;
-    }
-    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "pods");
-    stmt_put(r, &q, st != CP_EIO);
+    cp_rd_ctx x = ctx_of(r);
+    st = cp_rd_pods(&x, from_ms, to_ms, fn, ud);
     txn_end(r);
     return st;
 }
-
-/* ---- dictionary words --------------------------------------------------------------------------- */
 
 static int rd_words(cp_reader *base, const char *ns, const char *pod, int64_t restart_ms, const int32_t *ids, size_t n,
                     int (*fn)(void *ud, int32_t id, const char *text, size_t len), void *ud)
 {
     sqlite_reader *r = (sqlite_reader *)base;
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql, "%s/%s", ns, pod) != CP_OK || cp_buf_putc(&r->sql, 0) != CP_OK) return rd_oom(r);
-    char *pod_id = strdup((const char *)r->sql.data);
-    if (!pod_id) return rd_oom(r);
-    rd_stmt q;
-    /* one point lookup per id on the dictionary's unique (pod_id, restart_time, position) */
-    int st = stmt_get(r, "SELECT tag FROM dictionary WHERE pod_id = ?1 AND restart_time = ?2 AND position = ?3", &q);
-    for (size_t i = 0; st == CP_OK && i < n; i++) {
-        sqlite3_bind_text(q.st, 1, pod_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(q.st, 2, restart_ms);
-        sqlite3_bind_int(q.st, 3, ids[i]);
-        int rc = sqlite3_step(q.st);
-        if (rc == SQLITE_ROW) {
-            size_t len;
-            const char *t = col_text(q.st, 0, &len);
-            if (fn(ud, ids[i], t, len) != 0) st = CP_EABORT;
-        } else if (rc != SQLITE_DONE) {
-            st = rd_fail(r, "dictionary");
-        }
-        sqlite3_reset(q.st);
-    }
-    stmt_put(r, &q, st != CP_EIO);
-    free(pod_id);
-    return st == CP_EABORT ? CP_OK : st;
-}
-
-/* ---- bounds ------------------------------------------------------------------------------------- */
-
-/* min(time) or max(time) of one window table (an index edge). */
-static int window_edge(sqlite_reader *r, const char *name, int max, int64_t *v, int *has)
-{
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql, "SELECT %s(time) FROM %s", max ? "max" : "min", name) != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return rd_oom(r);
-    rd_stmt q;
-    int st = stmt_get(r, (const char *)r->sql.data, &q);
-    if (st != CP_OK) return st;
-    int rc = sqlite3_step(q.st);
-    *has = rc == SQLITE_ROW && sqlite3_column_type(q.st, 0) != SQLITE_NULL;
-    if (*has) *v = sqlite3_column_int64(q.st, 0);
-    if (rc != SQLITE_ROW) st = rd_fail(r, "window bounds");
-    stmt_put(r, &q, st == CP_OK);
-    return st;
-}
-
-/* Walks the windows from one end of time; stops when the next window cannot beat the
- * value found (windows can overlap only after a window length change). */
-static int edge(sqlite_reader *r, int max, int64_t *out, int *found)
-{
-    rd_stmt q;
-    int st = stmt_get(r,
-                      max ? "SELECT table_name, start_time, end_time FROM inventory WHERE table_type = 'calls'"
-                            " AND status IN ('ready', 'persisting') AND rows_count > 0 ORDER BY end_time DESC"
-                          : "SELECT table_name, start_time, end_time FROM inventory WHERE table_type = 'calls'"
-                            " AND status IN ('ready', 'persisting') AND rows_count > 0 ORDER BY start_time ASC",
-                      &q);
-    if (st != CP_OK) return st;
-    *found = 0;
-    int rc;
-    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(q.st, 0);
-        int64_t start = sqlite3_column_int64(q.st, 1), end = sqlite3_column_int64(q.st, 2);
-        if (*found && (max ? end <= *out + 1 : start >= *out)) break;
-        if (!name || !cp_hot_calls_name_ok(name)) continue;
-        int64_t v;
-        int has;
-        if ((st = window_edge(r, name, max, &v, &has)) != CP_OK) break;
-        if (has && (!*found || (max ? v > *out : v < *out))) *out = v, *found = 1;
-    }
-    if (st == CP_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) st = rd_fail(r, "bounds");
-    stmt_put(r, &q, st == CP_OK);
-    return st;
-}
-
-/* The smallest min_time and largest max_time of the completed calls files. */
-static int cold_edges(sqlite_reader *r, int64_t *lo, int64_t *hi, int *has)
-{
-    rd_stmt q;
-    int st = stmt_get(r,
-                      "SELECT min(min_time), max(max_time) FROM s3_files"
-                      " WHERE file_type = 'calls' AND status = 'completed'",
-                      &q);
-    if (st != CP_OK) return st;
-    int rc = sqlite3_step(q.st);
-    *has = rc == SQLITE_ROW && sqlite3_column_type(q.st, 0) != SQLITE_NULL &&
-           sqlite3_column_type(q.st, 1) != SQLITE_NULL;
-    if (*has) {
-        *lo = sqlite3_column_int64(q.st, 0);
-        *hi = sqlite3_column_int64(q.st, 1);
-    }
-    if (rc != SQLITE_ROW) st = rd_fail(r, "cold bounds");
-    stmt_put(r, &q, st == CP_OK);
-    return st;
+    cp_rd_ctx x = ctx_of(r);
+    return cp_rd_words(&x, ns, pod, restart_ms, ids, n, fn, ud);
 }
 
 static int rd_bounds(cp_reader *base, int64_t *min_ts, int64_t *max_ts)
@@ -1009,24 +876,11 @@ static int rd_bounds(cp_reader *base, int64_t *min_ts, int64_t *max_ts)
     *min_ts = *max_ts = 0;
     int st = txn_begin(r);
     if (st != CP_OK) return st;
-    int has_min = 0, has_max = 0, has_cold = 0;
-    int64_t lo = 0, hi = 0, clo = 0, chi = 0;
-    st = edge(r, 0, &lo, &has_min);
-    if (st == CP_OK) st = edge(r, 1, &hi, &has_max);
-    if (st == CP_OK && r->cold) st = cold_edges(r, &clo, &chi, &has_cold);
+    cp_rd_ctx x = ctx_of(r);
+    st = cp_rd_bounds(&x, r->cold, min_ts, max_ts);
     txn_end(r);
-    if (st != CP_OK) return st;
-    if (!has_min || !has_max) has_min = has_max = 0;
-    if (has_cold) {
-        if (!has_min || clo < lo) lo = clo;
-        if (!has_max || chi > hi) hi = chi;
-        has_min = has_max = 1;
-    }
-    if (has_min) *min_ts = lo, *max_ts = hi;
-    return CP_OK;
+    return st;
 }
-
-/* ---- cold files ---------------------------------------------------------------------------------- */
 
 static int rd_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_fn fn, void *ud, size_t *skipped)
 {
@@ -1036,7 +890,8 @@ static int rd_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_f
     if (!r->cold) return CP_OK;
     int st = txn_begin(r);
     if (st != CP_OK) return st;
-    st = cp_rd_cold_list(r->sqldb, q, r->rollups, fn, ud, &n, r->err, sizeof r->err);
+    cp_rd_ctx x = ctx_of(r);
+    st = cp_rd_cold_list(&x, q, r->rollups, fn, ud, &n);
     txn_end(r);
     if (skipped) *skipped = n;
     return st;

@@ -22,6 +22,8 @@ int cp_sqldb_exec(cp_sqldb *db, const char *sql, const cp_sql_val *p, size_t np,
                   int64_t *changes)
 {
     if (changes) *changes = 0;
+    db->retryable = 0;
+    db->err[0] = 0; /* stays empty when fn stopped the statement */
     return db->ops->exec(db, sql, p, np, fn, ud, changes);
 }
 
@@ -31,3 +33,4 @@ void cp_sqldb_rollback(cp_sqldb *db) { db->ops->rollback(db); }
 int cp_sqldb_lock(cp_sqldb *db, int32_t cls, int32_t key) { return db->ops->lock(db, cls, key); }
 int cp_sqldb_broken(const cp_sqldb *db) { return db->ops->broken(db); }
 const char *cp_sqldb_errmsg(const cp_sqldb *db) { return db->err; }
+int cp_sqldb_retryable(const cp_sqldb *db) { return db->retryable; }

@@ -71,7 +71,8 @@ int cp_sqldb_wrap_pg(struct pg_conn *conn, cp_sqldb **out);
 int cp_sqldb_text_ok(const cp_sqldb *db, const char *s, size_t n);
 
 /* Runs one statement with params p[0..np) ($1 = p[0]); fn(ud, row) for each result row
- * (may be NULL); *changes (may be NULL) = rows inserted, updated or deleted. */
+ * (may be NULL); *changes (may be NULL) = rows inserted, updated or deleted. When fn's
+ * non-zero return stopped it, cp_sqldb_errmsg() is "" (the reason is fn's). */
 int cp_sqldb_exec(cp_sqldb *db, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,
                   int64_t *changes);
 
@@ -88,5 +89,8 @@ int cp_sqldb_lock(cp_sqldb *db, int32_t cls, int32_t key);
 /* 1 when the connection is unusable (PostgreSQL connection lost): close it. */
 int cp_sqldb_broken(const cp_sqldb *db);
 const char *cp_sqldb_errmsg(const cp_sqldb *db);
+/* 1 if the last exec failed in a way the same work may not in a new transaction
+ * (PostgreSQL: a table dropped under the snapshot, a deadlock, a serialization failure). */
+int cp_sqldb_retryable(const cp_sqldb *db);
 
 #endif

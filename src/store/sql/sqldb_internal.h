@@ -19,6 +19,7 @@ struct cp_sqldb {
     const sqldb_ops *ops;
     int pg;
     int in_txn;
+    int retryable; /* the last failure may pass in a new transaction (cp_sqldb_retryable) */
     char err[512];
 };
 

@@ -42,6 +42,9 @@ static void one_line(char *dst, size_t cap, const char *what, const char *msg)
 
 static int fail_res(pg_db *d, const char *what, const PGresult *r)
 {
+    /* undefined table (a window dropped under the snapshot), deadlock, serialization */
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    d->base.retryable = state && (!strcmp(state, "42P01") || !strcmp(state, "40P01") || !strcmp(state, "40001"));
     one_line(d->base.err, sizeof d->base.err, what, r ? PQresultErrorMessage(r) : PQerrorMessage(d->conn));
     return CP_EIO;
 }
