@@ -47,6 +47,9 @@ int cp_cold_ns_component(const char *ns, size_t ns_len, cp_buf *out);
  * safe to splice into SQL, the same in SQLite and PostgreSQL. */
 #define CP_COLD_INV_NAME 48
 void cp_cold_inv_table(const char *param, size_t len, char out[CP_COLD_INV_NAME]);
+/* 1 if name has the form cp_cold_inv_table makes ("inv_" then [a-z0-9_]): names read back
+ * from inverted_indexes are spliced into SQL only then. */
+int cp_cold_inv_name_ok(const char *name);
 
 /* ---- schemas ---------------------------------------------------------------------------- */
 

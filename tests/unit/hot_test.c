@@ -858,6 +858,27 @@ static void test_words(void **state)
     assert_string_equal(w.text[1], "sql");
 }
 
+/* Recovery's question "is this call stored?" finds every call, those moved into the late
+ * batch of window 12:10 (make_late_batch) too, and not a call that is not there. */
+static void test_call_exists(void **state)
+{
+    fixture *fx = *state;
+    size_t in_batch = 0;
+    for (size_t i = 0; i < fx->n; i++) {
+        const cp_call *c = &fx->calls[i].c;
+        int st = cp_catalog_call_exists(fx->cat, c);
+        if (st != 1) fail_msg("call %zu: %d %s", i, st, cp_catalog_errmsg(fx->cat));
+        in_batch += c->ts_ms >= T2026 + 10 * MIN_MS && c->ts_ms < T2026 + 15 * MIN_MS;
+    }
+    assert_true(in_batch > 0);
+    cp_call missing = fx->calls[0].c;
+    missing.record_index = 999999;
+    assert_int_equal(cp_catalog_call_exists(fx->cat, &missing), 0);
+    missing.ts_ms = 1000; /* no window at all */
+    assert_int_equal(cp_catalog_call_exists(fx->cat, &missing), 0);
+    assert_int_equal(cp_catalog_commit(fx->cat), CP_OK);
+}
+
 typedef struct wordcheck {
     size_t n, stop_at;
     const int32_t *want; /* the ids expected, in order */
@@ -1440,6 +1461,7 @@ int main(void)
         cmocka_unit_test(test_pods),            cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_tables_and_inventory), cmocka_unit_test(test_words),
         cmocka_unit_test(test_words_many),
+        cmocka_unit_test(test_call_exists),
     };
     const struct CMUnitTest alone[] = {
         cmocka_unit_test(test_windows_prepare),   cmocka_unit_test(test_window_length_change),

@@ -190,8 +190,6 @@ enum {
     ST_PARAM_PUT,
     ST_STREAM_OPEN,
     ST_STREAM_CLOSE,
-    ST_RESTART_FINISH,
-    ST_RESTART_COMPLETE,
     ST_COUNT
 };
 
@@ -231,10 +229,6 @@ static const struct {
     [ST_STREAM_CLOSE] = {"UPDATE streams SET closed_ms = $1, bytes = $2, status = $3, error = $4"
                          " WHERE pod_id = $5 AND restart_time = $6 AND stream = $7 AND file_index = $8",
                          "bbtttbtb"},
-    [ST_RESTART_FINISH] = {"UPDATE streams SET status = 'closed', error = $3 WHERE pod_id = $1 AND restart_time = $2"
-                           " AND status = 'open'",
-                           "tbt"},
-    [ST_RESTART_COMPLETE] = {"UPDATE pod_restarts SET hot_complete = 1 WHERE pod_id = $1 AND restart_time = $2", "tb"},
 };
 
 /* ---- errors -------------------------------------------------------------------------------- */
@@ -487,15 +481,6 @@ static int dict_flush(pg_catalog *c)
     return CP_OK;
 }
 
-static int inv_name_ok(const char *t)
-{
-    size_t n = strlen(t);
-    if (n < 6 || n >= CP_COLD_INV_NAME || strncmp(t, "inv_", 4) != 0) return 0;
-    for (size_t i = 4; i < n; i++)
-        if (!((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= '0' && t[i] <= '9') || t[i] == '_')) return 0;
-    return 1;
-}
-
 /* Makes inv table t of param (name, len) exist and be registered in inverted_indexes.
  * Creators on other nodes are serialized by an advisory lock on the table's name. */
 static int inv_table_ensure(pg_catalog *c, const char *name, size_t len, const char *t)
@@ -594,7 +579,7 @@ static int pg_commit(cp_catalog *base)
 }
 
 /* Ops that commit on their own start from a clean slate: whatever is batched goes first. */
-static int settle(pg_catalog *c) { return c->in_txn ? pg_commit(&c->base) : CP_OK; }
+static int settle(pg_catalog *c) { return c->in_txn ? pg_commit(&c->core.base) : CP_OK; }
 
 /* ---- metadata writes ---------------------------------------------------------------------------- */
 
@@ -714,103 +699,26 @@ static int pg_windows_prepare(cp_catalog *base, int64_t now_ms)
     return st == CP_OK ? cp_pg_hot_prepare(c->hot, now_ms) : st;
 }
 
-/* ---- crash recovery ------------------------------------------------------------------------------- */
+/* ---- what catalog_shared.c needs (catalog_core.h) --------------------------------------------- */
 
-static int pg_unfinished(cp_catalog *base, int (*fn)(void *ud, const cp_catalog_pod *p), void *ud)
+static int pg_settle(cp_catalog *base) { return settle((pg_catalog *)base); }
+static int pg_batch(cp_catalog *base) { return begin_batch((pg_catalog *)base); }
+
+/* The server aborted the transaction with the failed statement: roll it back here too
+ * (the next commit reports the batched writes lost). */
+static void pg_batch_failed(cp_catalog *base)
 {
     pg_catalog *c = (pg_catalog *)base;
-    PGresult *r = cp_pg_query(c,
-                              "SELECT r.namespace, r.service_name, r.pod_name, r.pod_id, r.restart_time"
-                              " FROM pod_restarts r WHERE EXISTS (SELECT 1 FROM streams s WHERE s.pod_id = r.pod_id"
-                              " AND s.restart_time = r.restart_time AND (s.status = 'open' OR r.hot_complete = 0))"
-                              " ORDER BY r.restart_time",
-                              "", NULL, NULL, 0, "list unfinished restarts");
-    if (!r) return CP_EIO;
-    int st = CP_OK;
-    for (int i = 0; i < PQntuples(r) && st == CP_OK; i++) {
-        cp_catalog_pod p = {PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3),
-                            strtoll(PQgetvalue(r, i, 4), NULL, 10)};
-        st = fn(ud, &p);
-    }
-    PQclear(r);
-    return st;
+    if (c->in_txn) cp_pg_abort(c);
 }
 
-static int pg_restart_files(cp_catalog *base, const cp_catalog_pod *p,
-                            int (*fn)(void *ud, const char *stream, int64_t file_index, const char *path), void *ud)
+/* Buffered hot rows into the open transaction, so a lookup in it sees them. */
+static int pg_flush(cp_catalog *base)
 {
     pg_catalog *c = (pg_catalog *)base;
-    const void *v[] = {p->pod_id, &p->restart_ms};
-    PGresult *r = cp_pg_query(c,
-                              "SELECT stream, file_index, path FROM streams WHERE pod_id = $1 AND restart_time = $2"
-                              " ORDER BY stream COLLATE \"C\", file_index",
-                              "tb", v, NULL, 0, "list stream files");
-    if (!r) return CP_EIO;
-    int st = CP_OK;
-    for (int i = 0; i < PQntuples(r) && st == CP_OK; i++)
-        st = fn(ud, PQgetvalue(r, i, 0), strtoll(PQgetvalue(r, i, 1), NULL, 10), PQgetvalue(r, i, 2));
-    PQclear(r);
-    return st;
-}
-
-/* Looks the call up in every live table of its window (late batches included). Buffered
- * rows are sent first, so a call put in this cycle is found. The window rows are locked
- * (KEY SHARE) so a compactor cannot drop a table between the two queries. */
-static int pg_call_exists(cp_catalog *base, const cp_call *call)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int64_t start;
-    if (cp_hot_window_start(call->ts_ms, c->window_ms, &start) != CP_OK) return 0;
     int st = cp_pg_begin(c);
     if (st == CP_OK && cp_pg_hot_pending(c->hot)) st = cp_pg_hot_flush(c->hot);
-    if (st != CP_OK) return st;
-    const void *v[] = {&start};
-    PGresult *r = cp_pg_query(c,
-                              "SELECT table_name FROM inventory WHERE table_type = 'calls' AND start_time = $1"
-                              " AND status IN ('creating', 'ready', 'persisting') ORDER BY table_name FOR KEY SHARE",
-                              "b", v, NULL, 0, "look up a call's windows");
-    if (!r) return CP_EIO;
-    int found = 0;
-    int64_t hash = (int64_t)cp_pod_hash(call->ns, call->ns_len, call->pod, call->pod_len);
-    const void *cv[] = {&call->ts_ms,          &call->restart_ms,    &hash,
-                        &call->trace_file_index, &call->buffer_offset, &call->record_index};
-    for (int i = 0; i < PQntuples(r) && !found; i++) {
-        const char *t = PQgetvalue(r, i, 0);
-        if (!cp_hot_calls_name_ok(t)) continue;
-        char sql[256];
-        snprintf(sql, sizeof sql,
-                 "SELECT 1 FROM %.40s WHERE time = $1 AND restart_time = $2 AND pod_hash = $3"
-                 " AND trace_file_index = $4 AND buffer_offset = $5 AND record_index = $6 LIMIT 1",
-                 t);
-        PGresult *q = cp_pg_query(c, sql, "bbbiii", cv, NULL, 0, "look up a call");
-        if (!q) {
-            found = CP_EIO;
-            break;
-        }
-        found = PQntuples(q) > 0;
-        PQclear(q);
-    }
-    PQclear(r);
-    return found;
-}
-
-static int pg_restart_complete(cp_catalog *base, const cp_catalog_pod *p)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v[] = {p->pod_id, &p->restart_ms};
-    return run(c, ST_RESTART_COMPLETE, v, NULL, "complete a restart");
-}
-
-static int pg_restart_finish(cp_catalog *base, const cp_catalog_pod *p, const char *note)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v[] = {p->pod_id, &p->restart_ms, note};
-    st = run(c, ST_RESTART_FINISH, v, NULL, "finish a restart");
-    return st == CP_OK ? pg_restart_complete(base, p) : st;
+    return st;
 }
 
 /* ---- compaction --------------------------------------------------------------------------------- */
@@ -1101,98 +1009,6 @@ static int pg_compact_calls(cp_catalog *base, const cp_compact_job *job, cp_call
     return st != CP_OK ? st : cs;
 }
 
-static int pg_cold_file_put(cp_catalog *base, const cp_compact_job *job, const cp_cold_file *f)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const char *key = f->key ? f->key : f->uuid;
-    const char *slash = strrchr(key, '/');
-    const char *file_name = slash ? slash + 1 : key;
-    int64_t now = cp_now_ms();
-    const void *v[] = {f->uuid,     &f->start_ms, &f->end_ms,  f->file_type, f->dump_type,      f->ns,
-                       &f->duration_range, file_name, f->status, f->services, &now,  &f->rows,
-                       &f->size,    f->url,       f->local_path, key,       &f->min_ts, &f->max_ts,
-                       f->indexed_params ? f->indexed_params : "[]", f->claim ? f->claim : job->claim,
-                       f->indexed_maxlen};
-    PGresult *r = cp_pg_query(
-        c,
-        "INSERT INTO s3_files (uuid, start_time, end_time, file_type, dump_type, namespace, duration_range, file_name,"
-        " status, services, created_time, api_version, rows_count, file_size, remote_storage_path, local_file_path,"
-        " object_key, min_time, max_time, indexed_params, claim, indexed_maxlen) VALUES ($1, $2, $3, $4, $5, $6,"
-        " $7, $8, $9, $10, $11, '1', $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)"
-        " ON CONFLICT (uuid) DO UPDATE SET start_time = excluded.start_time, end_time = excluded.end_time,"
-        " file_type = excluded.file_type, dump_type = excluded.dump_type, namespace = excluded.namespace,"
-        " duration_range = excluded.duration_range, file_name = excluded.file_name, status = excluded.status,"
-        " services = excluded.services, api_version = excluded.api_version, rows_count = excluded.rows_count,"
-        " file_size = excluded.file_size, remote_storage_path = excluded.remote_storage_path,"
-        " local_file_path = excluded.local_file_path, object_key = excluded.object_key,"
-        " min_time = excluded.min_time, max_time = excluded.max_time, indexed_params = excluded.indexed_params,"
-        " claim = excluded.claim, indexed_maxlen = excluded.indexed_maxlen",
-        "tbbtttitttbbbtttbbttt", v, NULL, 0, "s3_files upsert");
-    if (!r) return CP_EIO;
-    PQclear(r);
-    /* the lease: a compactor that is still writing files is alive */
-    const void *v2[] = {job->claim, &now};
-    r = cp_pg_query(c,
-                    "UPDATE inventory SET claimed_at = $2 WHERE claim = $1 AND status = 'persisting'",
-                    "tb", v2, NULL, 0, "refresh a claim");
-    if (!r) return CP_EIO;
-    PQclear(r);
-    return pg_commit(base);
-}
-
-/* fn(table) for every registered inverted-index table (names checked before use). */
-static int each_inv_table(pg_catalog *c, int (*fn)(pg_catalog *c, const char *table, const void *arg), const void *arg)
-{
-    PGresult *r = cp_pg_query(c, "SELECT table_name FROM inverted_indexes ORDER BY table_name", "", NULL, NULL, 0,
-                              "list inverted indexes");
-    if (!r) return CP_EIO;
-    int st = CP_OK;
-    for (int i = 0; i < PQntuples(r) && st == CP_OK; i++)
-        if (inv_name_ok(PQgetvalue(r, i, 0))) st = fn(c, PQgetvalue(r, i, 0), arg);
-    PQclear(r);
-    return st;
-}
-
-/* Deletes an inverted-index table's rows of the files `where` (SQL over s3_files) picks. */
-static int inv_delete_where(pg_catalog *c, const char *table, const void *arg)
-{
-    const char *const *a = arg; /* {where, param} */
-    char sql[512];
-    snprintf(sql, sizeof sql, "DELETE FROM %s WHERE file_id IN (SELECT uuid FROM s3_files WHERE %s)", table, a[0]);
-    const void *v[] = {a[1]};
-    PGresult *r = cp_pg_query(c, sql, a[1] ? "t" : "", v, NULL, 0, "delete inverted index rows");
-    PQclear(r);
-    return r ? CP_OK : CP_EIO;
-}
-
-static int pg_compact_reset(cp_catalog *base, const cp_compact_job *job, int (*fn)(void *ud, const char *key),
-                            void *ud)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v[] = {job->claim};
-    PGresult *r = cp_pg_query(c,
-                              "SELECT coalesce(object_key, uuid) FROM s3_files WHERE claim = $1"
-                              " AND status IS DISTINCT FROM 'completed' ORDER BY uuid FOR UPDATE",
-                              "t", v, NULL, 0, "list a claim's files");
-    if (!r) return CP_EIO;
-    for (int i = 0; i < PQntuples(r) && st == CP_OK; i++) st = fn(ud, PQgetvalue(r, i, 0));
-    PQclear(r);
-    if (st != CP_OK) return st; /* the transaction stays open; nothing was deleted yet */
-    static const char where[] = "claim = $1 AND status IS DISTINCT FROM 'completed'";
-    const char *arg[] = {where, job->claim};
-    st = each_inv_table(c, inv_delete_where, arg);
-    if (st != CP_OK) return st;
-    r = cp_pg_query(c, "DELETE FROM s3_files WHERE claim = $1 AND status IS DISTINCT FROM 'completed'", "t", v, NULL,
-                    0, "delete a claim's files");
-    if (!r) return CP_EIO;
-    PQclear(r);
-    return pg_commit(base);
-}
-
 static int pg_index_put(cp_catalog *base, const char *param, size_t param_len, const char *value, size_t value_len,
                         const char *file_uuid)
 {
@@ -1235,168 +1051,6 @@ static int pg_index_put(cp_catalog *base, const char *param, size_t param_len, c
     return c->inv.len >= INV_FLUSH_BYTES ? inv_flush(c) : CP_OK;
 }
 
-static int pg_indexed_params(cp_catalog *base, int (*fn)(void *ud, const char *name), void *ud)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    PGresult *r = cp_pg_query(c, "SELECT DISTINCT param_name FROM params WHERE param_index = 1 ORDER BY 1", "", NULL,
-                              NULL, 0, "list indexed params");
-    if (!r) return CP_EIO;
-    int st = CP_OK;
-    for (int i = 0; i < PQntuples(r) && st == CP_OK; i++) st = fn(ud, PQgetvalue(r, i, 0));
-    PQclear(r);
-    return st;
-}
-
-static int drop_tables(pg_catalog *c, PGresult *r)
-{
-    cp_buf sql;
-    cp_buf_init(&sql);
-    int st = CP_OK, n = 0;
-    for (int i = 0; i < PQntuples(r) && st == CP_OK; i++) {
-        char suffix[CP_HOT_SUFFIX_LEN + 8];
-        if (!suffix_of(PQgetvalue(r, i, 0), suffix, sizeof suffix)) continue;
-        st = cp_buf_printf(&sql, "%scalls_%s", n++ ? ", " : "DROP TABLE IF EXISTS ", suffix);
-    }
-    if (st == CP_OK) st = cp_buf_putc(&sql, 0);
-    if (st != CP_OK) st = cp_pg_failf(c, CP_ENOMEM, "out of memory");
-    else if (n) st = cp_pg_exec(c, (const char *)sql.data, "drop compacted windows");
-    cp_buf_free(&sql);
-    return st;
-}
-
-static int pg_compact_finish(cp_catalog *base, const cp_compact_job *job, const char *const *uuids, size_t n)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = settle(c);
-    if (st == CP_OK) st = begin_batch(c);
-    if (st == CP_OK) {
-        /* a compactor whose claim was taken over must not persist and drop the windows
-         * while the new holder redoes them: lock the claim's rows and check the holder */
-        const void *w[] = {job->claim, job->node};
-        PGresult *q = cp_pg_query(c,
-                                  "SELECT coalesce(claimed_by, '') <> $2 FROM inventory WHERE claim = $1"
-                                  " AND status = 'persisting' FOR UPDATE",
-                                  "tt", w, NULL, 0, "check a claim");
-        if (!q) return CP_EIO;
-        int others = 0;
-        for (int i = 0; i < PQntuples(q); i++) others |= PQgetvalue(q, i, 0)[0] == 't';
-        PQclear(q);
-        if (others) {
-            c->batched = 0; /* nothing of ours is lost: settle() committed it */
-            cp_pg_abort(c);
-            return cp_pg_failf(c, CP_EABORT, "claim %s was taken over by another compactor", job->claim);
-        }
-    }
-    for (size_t i = 0; st == CP_OK && i < n; i++) {
-        const void *v[] = {uuids[i]};
-        PGresult *r = cp_pg_query(c, "UPDATE s3_files SET status = 'completed' WHERE uuid = $1", "t", v, NULL, 0,
-                                  "complete a file");
-        st = r ? CP_OK : CP_EIO;
-        PQclear(r);
-    }
-    if (st != CP_OK) return st;
-    const void *v[] = {job->claim};
-    PGresult *r = cp_pg_query(c,
-                              "UPDATE inventory SET status = 'persisted' WHERE claim = $1 AND status = 'persisting'",
-                              "t", v, NULL, 0, "persist a claim's windows");
-    if (!r) return CP_EIO;
-    PQclear(r);
-    r = cp_pg_query(c, "SELECT table_name FROM inventory WHERE claim = $1 AND table_type = 'calls' ORDER BY 1", "t", v,
-                    NULL, 0, "list a claim's windows");
-    if (!r) return CP_EIO;
-    st = drop_tables(c, r);
-    PQclear(r);
-    /* the windows' rollups: the claim's rollup files hold them now */
-    if (st == CP_OK) {
-        r = cp_pg_query(c,
-                        "DELETE FROM hot_rollups WHERE tbl IN (SELECT table_name FROM inventory WHERE claim = $1"
-                        " AND table_type = 'calls')",
-                        "t", v, NULL, 0, "drop a claim's rollups");
-        st = r ? CP_OK : CP_EIO;
-        PQclear(r);
-    }
-    return st == CP_OK ? pg_commit(base) : st;
-}
-
-static int pg_compact_release(cp_catalog *base, const cp_compact_job *job)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = settle(c);
-    if (st == CP_OK) st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v[] = {job->claim, job->node};
-    PGresult *r = cp_pg_query(c,
-                              "UPDATE inventory SET status = 'ready', claim = NULL, claimed_by = NULL,"
-                              " claimed_at = NULL WHERE claim = $1 AND status = 'persisting'"
-                              " AND coalesce(claimed_by, '') = $2",
-                              "tt", v, NULL, 0, "release a claim");
-    if (!r) return CP_EIO;
-    PQclear(r);
-    return pg_commit(base);
-}
-
-/* ---- retention ---------------------------------------------------------------------------------- */
-
-static int pg_retention_mark(cp_catalog *base, int64_t before_ms, int64_t *marked)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    *marked = 0;
-    int st = settle(c);
-    if (st == CP_OK) st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v[] = {&before_ms};
-    PGresult *r = cp_pg_query(c,
-                              "UPDATE s3_files SET status = 'to_delete' WHERE status = 'completed' AND end_time <= $1",
-                              "b", v, NULL, 0, "mark old files");
-    if (!r) return CP_EIO;
-    int64_t n = strtoll(PQcmdTuples(r), NULL, 10);
-    PQclear(r);
-    static const char where[] = "status = 'to_delete'";
-    const char *arg[] = {where, NULL};
-    st = each_inv_table(c, inv_delete_where, arg);
-    if (st != CP_OK) return st;
-    r = cp_pg_query(c, "DELETE FROM call_counts WHERE window_end <= $1", "b", v, NULL, 0, "delete old call counts");
-    if (!r) return CP_EIO;
-    PQclear(r);
-    r = cp_pg_query(c, "DELETE FROM inventory WHERE status IN ('persisted', 'to_delete') AND end_time <= $1", "b", v,
-                    NULL, 0, "delete old windows");
-    if (!r) return CP_EIO;
-    PQclear(r);
-    st = pg_commit(base);
-    if (st == CP_OK) *marked = n;
-    return st;
-}
-
-static int pg_retention_list(cp_catalog *base, size_t limit, int (*fn)(void *ud, const char *uuid, const char *key),
-                             void *ud)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int64_t lim = limit > (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit;
-    const void *v[] = {&lim};
-    PGresult *r = cp_pg_query(c,
-                              "SELECT uuid, coalesce(object_key, uuid) FROM s3_files WHERE status = 'to_delete'"
-                              " ORDER BY end_time, uuid LIMIT $1",
-                              "b", v, NULL, 0, "list files to delete");
-    if (!r) return CP_EIO;
-    int st = CP_OK;
-    for (int i = 0; i < PQntuples(r) && st == CP_OK; i++) st = fn(ud, PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
-    PQclear(r);
-    return st;
-}
-
-static int pg_retention_forget(cp_catalog *base, const char *uuid)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v[] = {uuid};
-    PGresult *r = cp_pg_query(c, "DELETE FROM s3_files WHERE uuid = $1 AND status = 'to_delete'", "t", v, NULL, 0,
-                              "forget a deleted file");
-    if (!r) return CP_EIO;
-    PQclear(r);
-    return pg_commit(base);
-}
-
 /* ---- the rest ------------------------------------------------------------------------------------ */
 
 static const char *pg_errmsg(const cp_catalog *base) { return ((const pg_catalog *)base)->err; }
@@ -1413,6 +1067,7 @@ static void catalog_free(pg_catalog *c)
 {
     if (!c) return;
     cp_pg_hot_free(c->hot);
+    cp_sqldb_close(c->core.db);
     if (c->conn) PQfinish(c->conn);
     cp_buf_free(&c->scratch);
     cp_buf_free(&c->sql);
@@ -1443,22 +1098,22 @@ static const cp_catalog_ops pg_ops = {
     .set_idle = pg_set_idle,
     .set_cache_max = pg_set_cache_max,
     .windows_prepare = pg_windows_prepare,
-    .unfinished = pg_unfinished,
-    .restart_files = pg_restart_files,
-    .call_exists = pg_call_exists,
-    .restart_finish = pg_restart_finish,
-    .restart_complete = pg_restart_complete,
+    .unfinished = cp_cat_unfinished,
+    .restart_files = cp_cat_restart_files,
+    .call_exists = cp_cat_call_exists,
+    .restart_finish = cp_cat_restart_finish,
+    .restart_complete = cp_cat_restart_complete,
     .compact_claim = pg_compact_claim,
     .compact_calls = pg_compact_calls,
-    .cold_file_put = pg_cold_file_put,
-    .compact_reset = pg_compact_reset,
+    .cold_file_put = cp_cat_cold_file_put,
+    .compact_reset = cp_cat_compact_reset,
     .index_put = pg_index_put,
-    .indexed_params = pg_indexed_params,
-    .compact_finish = pg_compact_finish,
-    .compact_release = pg_compact_release,
-    .retention_mark = pg_retention_mark,
-    .retention_list = pg_retention_list,
-    .retention_forget = pg_retention_forget,
+    .indexed_params = cp_cat_indexed_params,
+    .compact_finish = cp_cat_compact_finish,
+    .compact_release = cp_cat_compact_release,
+    .retention_mark = cp_cat_retention_mark,
+    .retention_list = cp_cat_retention_list,
+    .retention_forget = cp_cat_retention_forget,
     .commit = pg_commit,
     .errmsg = pg_errmsg,
     .maintain = pg_maintain,
@@ -1548,7 +1203,14 @@ int cp_catalog_open_pg(const char *conninfo, cp_catalog **out, char *err, size_t
         snprintf(err, errlen, "out of memory");
         return CP_ENOMEM;
     }
-    c->base.ops = &pg_ops;
+    c->core.base.ops = &pg_ops;
+    c->core.settle = pg_settle;
+    c->core.batch = pg_batch;
+    c->core.batch_failed = pg_batch_failed;
+    c->core.flush = pg_flush;
+    c->core.window_ms = &c->window_ms;
+    c->core.err = c->err;
+    c->core.errlen = sizeof c->err;
     c->window_ms = CP_HOT_DEFAULT_WINDOW_MS;
     c->ahead_ms = CP_HOT_DEFAULT_AHEAD_MS;
     cp_buf_init(&c->scratch);
@@ -1571,11 +1233,12 @@ int cp_catalog_open_pg(const char *conninfo, cp_catalog **out, char *err, size_t
     }
     if (st == CP_OK) st = migrate(c);
     if (st == CP_OK) st = connection_setup(c);
+    if (st == CP_OK && cp_sqldb_wrap_pg(c->conn, &c->core.db) != CP_OK) st = cp_pg_failf(c, CP_ENOMEM, "out of memory");
     if (st != CP_OK) {
         snprintf(err, errlen, "catalog postgres: %s", c->err);
         catalog_free(c);
         return st;
     }
-    *out = &c->base;
+    *out = &c->core.base;
     return CP_OK;
 }

@@ -542,115 +542,18 @@ int cp_sq_commit(cp_catalog *base)
     return st;
 }
 
-/* ---- crash recovery ------------------------------------------------------------------ */
+/* ---- what catalog_shared.c needs (catalog_core.h) --------------------------------------- */
 
-static int sq_unfinished(cp_catalog *base, int (*fn)(void *ud, const cp_catalog_pod *p), void *ud)
+static int sq_settle(cp_catalog *base)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db,
-                           "SELECT r.namespace, r.service_name, r.pod_name, r.pod_id, r.restart_time FROM pod_restarts r"
-                           " WHERE EXISTS (SELECT 1 FROM streams s WHERE s.pod_id = r.pod_id"
-                           "               AND s.restart_time = r.restart_time"
-                           "               AND (s.status = 'open' OR r.hot_complete = 0))"
-                           " ORDER BY r.restart_time",
-                           -1, &s, NULL) != SQLITE_OK)
-        return cp_sq_fail(c, "list unfinished restarts");
-    int rc, st = CP_OK;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        cp_catalog_pod p = {(const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
-                            (const char *)sqlite3_column_text(s, 2), (const char *)sqlite3_column_text(s, 3),
-                            sqlite3_column_int64(s, 4)};
-        if (!p.ns || !p.service || !p.pod || !p.pod_id) continue;
-        if ((st = fn(ud, &p)) != 0) break;
-    }
-    if (st == CP_OK && rc != SQLITE_DONE) st = cp_sq_fail(c, "list unfinished restarts");
-    sqlite3_finalize(s);
-    return st;
+    return c->in_txn ? cp_sq_commit(base) : CP_OK;
 }
 
-static int sq_restart_files(cp_catalog *base, const cp_catalog_pod *p,
-                            int (*fn)(void *ud, const char *stream, int64_t file_index, const char *path), void *ud)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db,
-                           "SELECT stream, file_index, path FROM streams WHERE pod_id = ?1 AND restart_time = ?2"
-                           " ORDER BY stream, file_index",
-                           -1, &s, NULL) != SQLITE_OK)
-        return cp_sq_fail(c, "list stream files");
-    bind_text(s, 1, p->pod_id);
-    sqlite3_bind_int64(s, 2, p->restart_ms);
-    int rc, st = CP_OK;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *stream = (const char *)sqlite3_column_text(s, 0), *path = (const char *)sqlite3_column_text(s, 2);
-        if (!stream || !path) continue;
-        if ((st = fn(ud, stream, sqlite3_column_int64(s, 1), path)) != 0) break;
-    }
-    if (st == CP_OK && rc != SQLITE_DONE) st = cp_sq_fail(c, "list stream files");
-    sqlite3_finalize(s);
-    return st;
-}
+static int sq_batch(cp_catalog *base) { return cp_sq_begin((sqlite_catalog *)base); }
 
-static int sq_call_exists(cp_catalog *base, const cp_call *call)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int64_t start;
-    if (cp_hot_window_start(call->ts_ms, c->window_ms, &start) != CP_OK) return 0;
-    char suffix[CP_HOT_SUFFIX_LEN], sql[256];
-    cp_hot_window_suffix(start, suffix);
-    snprintf(sql, sizeof sql,
-             "SELECT 1 FROM calls_%s WHERE time = ?1 AND restart_time = ?2 AND pod_hash = ?3"
-             " AND trace_file_index = ?4 AND buffer_offset = ?5 AND record_index = ?6 LIMIT 1",
-             suffix);
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, sql, -1, &s, NULL) != SQLITE_OK) return 0; /* no such window yet */
-    sqlite3_bind_int64(s, 1, call->ts_ms);
-    sqlite3_bind_int64(s, 2, call->restart_ms);
-    sqlite3_bind_int64(s, 3, (int64_t)cp_pod_hash(call->ns, call->ns_len, call->pod, call->pod_len));
-    sqlite3_bind_int(s, 4, call->trace_file_index);
-    sqlite3_bind_int(s, 5, call->buffer_offset);
-    sqlite3_bind_int(s, 6, call->record_index);
-    int rc = sqlite3_step(s);
-    int st = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : cp_sq_fail(c, "look up a call");
-    sqlite3_finalize(s);
-    return st;
-}
-
-static int sq_restart_complete(cp_catalog *base, const cp_catalog_pod *p)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = cp_sq_begin(c);
-    if (st != CP_OK) return st;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db, "UPDATE pod_restarts SET hot_complete = 1 WHERE pod_id = ?1 AND restart_time = ?2",
-                           -1, &s, NULL) != SQLITE_OK)
-        return cp_sq_fail(c, "complete a restart");
-    bind_text(s, 1, p->pod_id);
-    sqlite3_bind_int64(s, 2, p->restart_ms);
-    st = sqlite3_step(s) == SQLITE_DONE ? CP_OK : cp_sq_fail(c, "complete a restart");
-    sqlite3_finalize(s);
-    return st;
-}
-
-static int sq_restart_finish(cp_catalog *base, const cp_catalog_pod *p, const char *note)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = cp_sq_begin(c);
-    if (st != CP_OK) return st;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(c->db,
-                           "UPDATE streams SET status = 'closed', error = ?3 WHERE pod_id = ?1 AND restart_time = ?2"
-                           " AND status = 'open'",
-                           -1, &s, NULL) != SQLITE_OK)
-        return cp_sq_fail(c, "finish a restart");
-    bind_text(s, 1, p->pod_id);
-    sqlite3_bind_int64(s, 2, p->restart_ms);
-    bind_text(s, 3, note);
-    st = sqlite3_step(s) == SQLITE_DONE ? CP_OK : cp_sq_fail(c, "finish a restart");
-    sqlite3_finalize(s);
-    return st == CP_OK ? sq_restart_complete(base, p) : st;
-}
+/* A failed statement leaves SQLite's transaction good: the batch goes on. */
+static void sq_batch_failed(cp_catalog *base) { (void)base; }
 
 static const char *sq_errmsg(const cp_catalog *base) { return ((const sqlite_catalog *)base)->err; }
 
@@ -716,6 +619,7 @@ static void sq_close(cp_catalog *base)
     cp_sq_commit(base);
     cp_hot_writer_free(c->hot);
     cp_sq_cold_free(c);
+    cp_sqldb_close(c->core.db); /* its statements before the connection */
     for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(c->st[i]);
     sqlite3_close(c->ckpt);
     sqlite3_close(c->db); /* the last connection checkpoints the WAL */
@@ -786,22 +690,22 @@ static const cp_catalog_ops sqlite_ops = {
     .errmsg = sq_errmsg,
     .close = sq_close,
     .maintain = sq_maintain,
-    .unfinished = sq_unfinished,
-    .restart_files = sq_restart_files,
-    .call_exists = sq_call_exists,
-    .restart_finish = sq_restart_finish,
-    .restart_complete = sq_restart_complete,
+    .unfinished = cp_cat_unfinished,
+    .restart_files = cp_cat_restart_files,
+    .call_exists = cp_cat_call_exists,
+    .restart_finish = cp_cat_restart_finish,
+    .restart_complete = cp_cat_restart_complete,
     .compact_claim = cp_sq_compact_claim,
     .compact_calls = cp_sq_compact_calls,
-    .cold_file_put = cp_sq_cold_file_put,
-    .compact_reset = cp_sq_compact_reset,
+    .cold_file_put = cp_cat_cold_file_put,
+    .compact_reset = cp_cat_compact_reset,
     .index_put = cp_sq_index_put,
-    .indexed_params = cp_sq_indexed_params,
-    .compact_finish = cp_sq_compact_finish,
-    .compact_release = cp_sq_compact_release,
-    .retention_mark = cp_sq_retention_mark,
-    .retention_list = cp_sq_retention_list,
-    .retention_forget = cp_sq_retention_forget,
+    .indexed_params = cp_cat_indexed_params,
+    .compact_finish = cp_cat_compact_finish,
+    .compact_release = cp_cat_compact_release,
+    .retention_mark = cp_cat_retention_mark,
+    .retention_list = cp_cat_retention_list,
+    .retention_forget = cp_cat_retention_forget,
 };
 
 /* ---- open ------------------------------------------------------------------------------- */
@@ -843,7 +747,13 @@ int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t
         snprintf(err, errlen, "out of memory");
         return CP_ENOMEM;
     }
-    c->base.ops = &sqlite_ops;
+    c->core.base.ops = &sqlite_ops;
+    c->core.settle = sq_settle;
+    c->core.batch = sq_batch;
+    c->core.batch_failed = sq_batch_failed;
+    c->core.window_ms = &c->window_ms;
+    c->core.err = c->err;
+    c->core.errlen = sizeof c->err;
     c->path = strdup(path);
     c->window_ms = CP_HOT_DEFAULT_WINDOW_MS;
     size_t plen = strlen(path);
@@ -857,14 +767,19 @@ int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t
     if (st == CP_OK) st = migrate(c);
     if (st == CP_OK) st = prepare_all(c);
     if (st == CP_OK) st = cp_hot_writer_new(c->db, &c->hot, c->err, sizeof c->err);
+    if (st == CP_OK && cp_sqldb_wrap_sqlite(c->db, &c->core.db) != CP_OK) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        st = CP_ENOMEM;
+    }
     if (st != CP_OK) {
         snprintf(err, errlen, "catalog %s: %s", path, c->err);
+        cp_hot_writer_free(c->hot);
         for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(c->st[i]);
         sqlite3_close(c->db);
         free(c->path);
         free(c);
         return st;
     }
-    *out = &c->base;
+    *out = &c->core.base;
     return CP_OK;
 }

@@ -1,11 +1,12 @@
 /* catalog_sqlite_cold.c -- the cold tier's share of the SQLite catalog (cp_catalog.h
- * "the cold tier"): compaction claims, reading a claim's calls, s3_files rows, the
- * inverted index, finishing a claim, retention.
+ * "the cold tier") that is SQLite's own: compaction claims, reading a claim's calls, the
+ * inverted index's inserts. The rest of the cold tier (cold files, finishing or
+ * releasing a claim, retention) is catalog_shared.c's, the same SQL on both catalogs.
  *
- * Transactions: every operation here commits what it did before returning (the caller
- * is a compactor with its own connection, not the ingest loop), except index_put, which
- * batches into the open transaction like the ingest writes. compact_calls reads through
- * a second connection (`snap`) so its one long snapshot never holds the write lock. */
+ * Transactions: claims commit what they did before returning (the caller is a compactor
+ * with its own connection, not the ingest loop); index_put batches into the open
+ * transaction like the ingest writes. compact_calls reads through a second connection
+ * (`snap`) so its one long snapshot never holds the write lock. */
 #include "store/cp_cold.h"
 #include "store/catalog/sqlite_internal.h"
 
@@ -41,7 +42,7 @@ void cp_sq_cold_free(sqlite_catalog *c)
 }
 
 /* Commits any batch in progress: the operations below run in their own transactions. */
-static int settle(sqlite_catalog *c) { return c->in_txn ? cp_sq_commit(&c->base) : CP_OK; }
+static int settle(sqlite_catalog *c) { return c->in_txn ? cp_sq_commit(&c->core.base) : CP_OK; }
 
 static int prepare(sqlite_catalog *c, sqlite3 *db, const char *sql, sqlite3_stmt **s)
 {
@@ -71,7 +72,7 @@ static int rollback(sqlite_catalog *c, int st)
 static int commit(sqlite_catalog *c)
 {
     c->in_txn = 1; /* cp_sq_commit flushes the (empty) hot writer and COMMITs */
-    return cp_sq_commit(&c->base);
+    return cp_sq_commit(&c->core.base);
 }
 
 /* ---- claims ------------------------------------------------------------------------------ */
@@ -419,130 +420,6 @@ int cp_sq_compact_calls(cp_catalog *base, const cp_compact_job *job, cp_call_fn 
     return st;
 }
 
-/* ---- cold files ------------------------------------------------------------------------------ */
-
-static void bind_opt_text(sqlite3_stmt *s, int i, const char *t)
-{
-    if (t)
-        sqlite3_bind_text(s, i, t, -1, SQLITE_STATIC);
-    else
-        sqlite3_bind_null(s, i);
-}
-
-int cp_sq_cold_file_put(cp_catalog *base, const cp_compact_job *job, const cp_cold_file *f)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = settle(c);
-    if (st == CP_OK) st = cp_sq_exec(c, "BEGIN IMMEDIATE", "begin a cold file");
-    if (st != CP_OK) return st;
-    sqlite3_stmt *s;
-    st = prepare(c, c->db,
-                 "INSERT INTO s3_files (uuid, start_time, end_time, file_type, dump_type, namespace, duration_range,"
-                 " file_name, status, services, created_time, api_version, rows_count, file_size,"
-                 " remote_storage_path, local_file_path, object_key, min_time, max_time, indexed_params, claim,"
-                 " indexed_maxlen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, '1', ?12, ?13, ?14, ?15,"
-                 " ?16, ?17, ?18, ?19, ?20, ?21)"
-                 " ON CONFLICT (uuid) DO UPDATE SET start_time = excluded.start_time, end_time = excluded.end_time,"
-                 " file_type = excluded.file_type, dump_type = excluded.dump_type, namespace = excluded.namespace,"
-                 " duration_range = excluded.duration_range, file_name = excluded.file_name,"
-                 " status = excluded.status, services = excluded.services, rows_count = excluded.rows_count,"
-                 " file_size = excluded.file_size, remote_storage_path = excluded.remote_storage_path,"
-                 " local_file_path = excluded.local_file_path, object_key = excluded.object_key,"
-                 " min_time = excluded.min_time, max_time = excluded.max_time,"
-                 " indexed_params = excluded.indexed_params, claim = excluded.claim,"
-                 " indexed_maxlen = excluded.indexed_maxlen",
-                 &s);
-    if (st != CP_OK) return rollback(c, st);
-    const char *slash = f->key ? strrchr(f->key, '/') : NULL;
-    sqlite3_bind_text(s, 1, f->uuid, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, f->start_ms);
-    sqlite3_bind_int64(s, 3, f->end_ms);
-    bind_opt_text(s, 4, f->file_type);
-    bind_opt_text(s, 5, f->dump_type);
-    bind_opt_text(s, 6, f->ns);
-    sqlite3_bind_int(s, 7, f->duration_range);
-    bind_opt_text(s, 8, slash ? slash + 1 : f->key);
-    bind_opt_text(s, 9, f->status);
-    bind_opt_text(s, 10, f->services ? f->services : "[]");
-    sqlite3_bind_int64(s, 11, cp_now_ms());
-    sqlite3_bind_int64(s, 12, f->rows);
-    sqlite3_bind_int64(s, 13, f->size);
-    bind_opt_text(s, 14, f->url);
-    bind_opt_text(s, 15, f->local_path);
-    bind_opt_text(s, 16, f->key);
-    sqlite3_bind_int64(s, 17, f->min_ts);
-    sqlite3_bind_int64(s, 18, f->max_ts);
-    bind_opt_text(s, 19, f->indexed_params ? f->indexed_params : "[]");
-    bind_opt_text(s, 20, f->claim ? f->claim : job ? job->claim : NULL);
-    bind_opt_text(s, 21, f->indexed_maxlen);
-    st = step_done(c, s, "s3_files upsert");
-    if (st == CP_OK && job) {
-        /* the lease: a compactor that is still writing files is alive */
-        st = prepare(c, c->db, "UPDATE inventory SET claimed_at = ?1 WHERE claim = ?2", &s);
-        if (st == CP_OK) {
-            sqlite3_bind_int64(s, 1, cp_now_ms());
-            sqlite3_bind_text(s, 2, job->claim, -1, SQLITE_STATIC);
-            st = step_done(c, s, "refresh a claim");
-        }
-    }
-    return st == CP_OK ? commit(c) : rollback(c, st);
-}
-
-/* fn(table) for every inverted-index table. */
-static int inv_tables(sqlite_catalog *c, int (*fn)(sqlite_catalog *c, const char *table, void *ud), void *ud)
-{
-    sqlite3_stmt *s;
-    int st = prepare(c, c->db, "SELECT table_name FROM inverted_indexes", &s);
-    if (st != CP_OK) return st;
-    int rc;
-    while (st == CP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *t = (const char *)sqlite3_column_text(s, 0);
-        if (t && !strncmp(t, "inv_", 4)) st = fn(c, t, ud);
-    }
-    sqlite3_finalize(s);
-    return st;
-}
-
-static int inv_delete_claim(sqlite_catalog *c, const char *table, void *ud)
-{
-    char sql[256];
-    snprintf(sql, sizeof sql,
-             "DELETE FROM \"%s\" WHERE file_id IN (SELECT uuid FROM s3_files WHERE claim = ?1 AND status <> "
-             "'completed')",
-             table);
-    sqlite3_stmt *s;
-    int st = prepare(c, c->db, sql, &s);
-    if (st != CP_OK) return st;
-    sqlite3_bind_text(s, 1, (const char *)ud, -1, SQLITE_STATIC);
-    return step_done(c, s, "drop a claim's index rows");
-}
-
-int cp_sq_compact_reset(cp_catalog *base, const cp_compact_job *job, int (*fn)(void *ud, const char *key), void *ud)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = settle(c);
-    sqlite3_stmt *s;
-    if (st == CP_OK)
-        st = prepare(c, c->db, "SELECT object_key FROM s3_files WHERE claim = ?1 AND status <> 'completed'", &s);
-    if (st != CP_OK) return st;
-    sqlite3_bind_text(s, 1, job->claim, -1, SQLITE_STATIC);
-    int rc;
-    while (st == CP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *key = (const char *)sqlite3_column_text(s, 0);
-        if (key && fn) st = fn(ud, key);
-    }
-    sqlite3_finalize(s);
-    if (st != CP_OK) return st;
-    st = cp_sq_exec(c, "BEGIN IMMEDIATE", "begin a claim reset");
-    if (st == CP_OK) st = inv_tables(c, inv_delete_claim, (void *)job->claim);
-    if (st == CP_OK) st = prepare(c, c->db, "DELETE FROM s3_files WHERE claim = ?1 AND status <> 'completed'", &s);
-    if (st == CP_OK) {
-        sqlite3_bind_text(s, 1, job->claim, -1, SQLITE_STATIC);
-        st = step_done(c, s, "drop a claim's files");
-    }
-    return st == CP_OK ? commit(c) : rollback(c, st);
-}
-
 /* ---- inverted index ---------------------------------------------------------------------------- */
 
 static sq_inv *inv_find(sq_cold *k, const char *param, size_t len)
@@ -614,179 +491,4 @@ int cp_sq_index_put(cp_catalog *base, const char *param, size_t param_len, const
     int rc = sqlite3_step(v->ins);
     sqlite3_reset(v->ins);
     return rc == SQLITE_DONE ? CP_OK : cp_sq_fail(c, "inverted index insert");
-}
-
-int cp_sq_indexed_params(cp_catalog *base, int (*fn)(void *ud, const char *name), void *ud)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    sqlite3_stmt *s;
-    int st = prepare(c, c->db, "SELECT DISTINCT param_name FROM params WHERE param_index = 1 ORDER BY 1", &s);
-    if (st != CP_OK) return st;
-    int rc;
-    while (st == CP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(s, 0);
-        if (name) st = fn(ud, name);
-    }
-    sqlite3_finalize(s);
-    return st;
-}
-
-/* ---- finishing ------------------------------------------------------------------------------------ */
-
-static int finish_files(sqlite_catalog *c, const char *const *uuids, size_t n)
-{
-    sqlite3_stmt *s;
-    int st = prepare(c, c->db, "UPDATE s3_files SET status = 'completed', local_file_path = NULL WHERE uuid = ?1", &s);
-    for (size_t i = 0; st == CP_OK && i < n; i++) {
-        sqlite3_bind_text(s, 1, uuids[i], -1, SQLITE_STATIC);
-        if (sqlite3_step(s) != SQLITE_DONE) st = cp_sq_fail(c, "complete a cold file");
-        sqlite3_reset(s);
-    }
-    sqlite3_finalize(s);
-    return st;
-}
-
-static int finish_windows(sqlite_catalog *c, const char *claim)
-{
-    char(*names)[CP_HOT_NAME_LEN] = NULL;
-    size_t n = 0;
-    int st = claim_tables(c, c->db, claim, &names, &n);
-    for (size_t i = 0; st == CP_OK && i < n; i++) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", names[i]);
-        st = cp_sq_exec(c, sql, "drop a compacted window");
-        /* the window's rollups: the claim's rollup files hold them now */
-        sqlite3_stmt *d;
-        if (st == CP_OK) st = prepare(c, c->db, "DELETE FROM hot_rollups WHERE tbl = ?1", &d);
-        if (st == CP_OK) {
-            sqlite3_bind_text(d, 1, names[i], -1, SQLITE_STATIC);
-            st = step_done(c, d, "drop a compacted window's rollups");
-        }
-    }
-    free(names);
-    sqlite3_stmt *s;
-    if (st == CP_OK)
-        st = prepare(c, c->db, "UPDATE inventory SET status = 'persisted' WHERE claim = ?1 AND status = 'persisting'",
-                     &s);
-    if (st == CP_OK) {
-        sqlite3_bind_text(s, 1, claim, -1, SQLITE_STATIC);
-        st = step_done(c, s, "persist windows");
-    }
-    return st;
-}
-
-/* CP_OK if every persisting window of the claim is still held by job->node: a compactor
- * whose claim was taken over (its lease ran out) must not persist and drop the windows
- * while the new holder is redoing them. */
-static int claim_still_ours(sqlite_catalog *c, const cp_compact_job *job)
-{
-    sqlite3_stmt *s;
-    int st = prepare(c, c->db,
-                     "SELECT count(*) FROM inventory WHERE claim = ?1 AND status = 'persisting'"
-                     " AND coalesce(claimed_by, '') <> ?2",
-                     &s);
-    if (st != CP_OK) return st;
-    sqlite3_bind_text(s, 1, job->claim, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, job->node, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s);
-    int64_t others = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
-    sqlite3_finalize(s);
-    if (others < 0) return cp_sq_fail(c, "check a claim");
-    if (others > 0) {
-        snprintf(c->err, sizeof c->err, "claim %s was taken over by another compactor", job->claim);
-        return CP_EABORT;
-    }
-    return CP_OK;
-}
-
-int cp_sq_compact_finish(cp_catalog *base, const cp_compact_job *job, const char *const *uuids, size_t n)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = settle(c);
-    if (st == CP_OK) st = cp_sq_exec(c, "BEGIN IMMEDIATE", "begin finishing a claim");
-    if (st != CP_OK) return st;
-    st = claim_still_ours(c, job);
-    if (st == CP_OK) st = finish_files(c, uuids, n);
-    if (st == CP_OK) st = finish_windows(c, job->claim);
-    return st == CP_OK ? commit(c) : rollback(c, st);
-}
-
-int cp_sq_compact_release(cp_catalog *base, const cp_compact_job *job)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = settle(c);
-    sqlite3_stmt *s;
-    if (st == CP_OK)
-        st = prepare(c, c->db,
-                     "UPDATE inventory SET status = 'ready', claim = NULL, claimed_by = NULL, claimed_at = NULL"
-                     " WHERE claim = ?1 AND status = 'persisting' AND coalesce(claimed_by, '') = ?2",
-                     &s);
-    if (st != CP_OK) return st;
-    sqlite3_bind_text(s, 1, job->claim, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, job->node, -1, SQLITE_STATIC);
-    return step_done(c, s, "release a claim");
-}
-
-/* ---- retention ------------------------------------------------------------------------------------ */
-
-static int inv_delete_marked(sqlite_catalog *c, const char *table, void *ud)
-{
-    (void)ud;
-    char sql[256];
-    snprintf(sql, sizeof sql, "DELETE FROM \"%s\" WHERE file_id IN (SELECT uuid FROM s3_files WHERE status = 'to_delete')",
-             table);
-    return cp_sq_exec(c, sql, "drop index rows of old files");
-}
-
-int cp_sq_retention_mark(cp_catalog *base, int64_t before_ms, int64_t *marked)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    *marked = 0;
-    int st = settle(c);
-    if (st == CP_OK) st = cp_sq_exec(c, "BEGIN IMMEDIATE", "begin retention");
-    if (st != CP_OK) return st;
-    static const char *const sql[] = {
-        "UPDATE s3_files SET status = 'to_delete' WHERE status = 'completed' AND end_time <= ?1",
-        "DELETE FROM call_counts WHERE window_end <= ?1",
-        "DELETE FROM inventory WHERE status IN ('persisted', 'to_delete') AND end_time <= ?1",
-    };
-    for (size_t i = 0; st == CP_OK && i < CP_ARRAY_LEN(sql); i++) {
-        sqlite3_stmt *s;
-        st = prepare(c, c->db, sql[i], &s);
-        if (st != CP_OK) break;
-        sqlite3_bind_int64(s, 1, before_ms);
-        st = step_done(c, s, "retention");
-        if (i == 0 && st == CP_OK) *marked = sqlite3_changes64(c->db);
-    }
-    if (st == CP_OK) st = inv_tables(c, inv_delete_marked, NULL);
-    return st == CP_OK ? commit(c) : rollback(c, st);
-}
-
-int cp_sq_retention_list(cp_catalog *base, size_t limit, int (*fn)(void *ud, const char *uuid, const char *key),
-                         void *ud)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    sqlite3_stmt *s;
-    int st = prepare(c, c->db,
-                     "SELECT uuid, coalesce(object_key, '') FROM s3_files WHERE status = 'to_delete'"
-                     " ORDER BY end_time LIMIT ?1",
-                     &s);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)limit);
-    int rc;
-    while (st == CP_OK && (rc = sqlite3_step(s)) == SQLITE_ROW)
-        st = fn(ud, (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1));
-    sqlite3_finalize(s);
-    return st;
-}
-
-int cp_sq_retention_forget(cp_catalog *base, const char *uuid)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = settle(c);
-    sqlite3_stmt *s;
-    if (st == CP_OK) st = prepare(c, c->db, "DELETE FROM s3_files WHERE uuid = ?1 AND status = 'to_delete'", &s);
-    if (st != CP_OK) return st;
-    sqlite3_bind_text(s, 1, uuid, -1, SQLITE_STATIC);
-    return step_done(c, s, "forget a deleted file");
 }

@@ -16,6 +16,7 @@
 #define CP_PG_INTERNAL_H
 
 #include "common/cp_common.h"
+#include "store/catalog/catalog_core.h"
 #include "store/hot/hot_internal.h"
 #include "model/cp_model.h"
 #include "store/cp_catalog.h"
@@ -78,7 +79,7 @@ int cp_pg_call_tuple(cp_buf *calls, const cp_call *c, int64_t id);
 typedef struct pg_hot pg_hot;
 
 typedef struct pg_catalog {
-    cp_catalog base;       /* first: the interface pointer is the object pointer */
+    cp_catalog_core core;  /* first: the interface pointer is the object pointer */
     PGconn *conn;
     int in_txn;            /* BEGIN was sent */
     int batched;           /* the open transaction holds batched writes (not only a compactor step) */

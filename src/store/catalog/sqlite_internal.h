@@ -4,6 +4,7 @@
 #ifndef CP_SQLITE_INTERNAL_H
 #define CP_SQLITE_INTERNAL_H
 
+#include "store/catalog/catalog_core.h"
 #include "store/cp_catalog.h"
 #include "store/hot/hot_internal.h"
 
@@ -24,7 +25,7 @@ enum {
 struct sq_cold; /* catalog_sqlite_cold.c */
 
 typedef struct sqlite_catalog {
-    cp_catalog base; /* first: the interface pointer is the object pointer */
+    cp_catalog_core core; /* first: the interface pointer is the object pointer */
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     int in_txn;
@@ -48,17 +49,8 @@ int cp_sq_commit(cp_catalog *base);
 /* catalog_sqlite_cold.c */
 int cp_sq_compact_claim(cp_catalog *c, const cp_compact_opts *o, cp_compact_job *job);
 int cp_sq_compact_calls(cp_catalog *c, const cp_compact_job *job, cp_call_fn fn, void *ud);
-int cp_sq_cold_file_put(cp_catalog *c, const cp_compact_job *job, const cp_cold_file *f);
-int cp_sq_compact_reset(cp_catalog *c, const cp_compact_job *job, int (*fn)(void *ud, const char *key), void *ud);
 int cp_sq_index_put(cp_catalog *c, const char *param, size_t param_len, const char *value, size_t value_len,
                     const char *file_uuid);
-int cp_sq_indexed_params(cp_catalog *c, int (*fn)(void *ud, const char *name), void *ud);
-int cp_sq_compact_finish(cp_catalog *c, const cp_compact_job *job, const char *const *uuids, size_t n);
-int cp_sq_compact_release(cp_catalog *c, const cp_compact_job *job);
-int cp_sq_retention_mark(cp_catalog *c, int64_t before_ms, int64_t *marked);
-int cp_sq_retention_list(cp_catalog *c, size_t limit, int (*fn)(void *ud, const char *uuid, const char *key),
-                         void *ud);
-int cp_sq_retention_forget(cp_catalog *c, const char *uuid);
 void cp_sq_cold_free(sqlite_catalog *c);
 
 #endif

@@ -101,3 +101,15 @@ void cp_cold_inv_table(const char *param, size_t len, char out[CP_COLD_INV_NAME]
     }
     snprintf(out + o, CP_COLD_INV_NAME - o, "_%08x", h);
 }
+
+int cp_cold_inv_name_ok(const char *name)
+{
+    if (!name || strncmp(name, "inv_", 4) != 0) return 0;
+    size_t n = strlen(name);
+    if (n <= 4 || n >= CP_COLD_INV_NAME) return 0;
+    for (size_t i = 4; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return 0;
+    }
+    return 1;
+}

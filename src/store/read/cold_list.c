@@ -131,7 +131,7 @@ static int row_table(void *ud, const cp_sql_val *c, size_t n)
 {
     inv_tables *t = ud;
     const char *name = n >= 1 ? opt_text(&c[0]) : NULL;
-    if (!name || !cp_rd_inv_name_ok(name)) return CP_OK; /* not ours: never spliced into SQL */
+    if (!name || !cp_cold_inv_name_ok(name)) return CP_OK; /* not ours: never spliced into SQL */
     if (cp_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v, 4) != CP_OK) return cl_oom(t->k);
     snprintf(t->v[t->n++], CP_COLD_INV_NAME, "%s", name);
     return CP_OK;

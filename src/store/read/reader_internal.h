@@ -65,10 +65,6 @@ int64_t cp_rd_json_maxlen(const char *json, const char *name, size_t name_len);
 /* 1 if a calls file of this s3_files.duration_range may hold a duration in [min, max]. */
 int cp_rd_cold_range_overlaps(int64_t duration_range, int64_t min_ms, int64_t max_ms);
 
-/* 1 if name is an inverted-index table name as cp_cold_inv_table makes them ("inv_"
- * then [a-z0-9_]): names read back from inverted_indexes are spliced into SQL. */
-int cp_rd_inv_name_ok(const char *name);
-
 /* A set of strings (file uuids): add, then seal (sorts), then look up. `all`: the set
  * holds every string (a term the catalog cannot look up proves nothing). */
 typedef struct cp_rd_strset {

@@ -222,18 +222,6 @@ int cp_rd_cold_range_overlaps(int64_t duration_range, int64_t min_ms, int64_t ma
     return lo <= max_ms && hi > min_ms && min_ms <= max_ms;
 }
 
-int cp_rd_inv_name_ok(const char *name)
-{
-    if (!name || strncmp(name, "inv_", 4) != 0) return 0;
-    size_t n = strlen(name);
-    if (n <= 4 || n >= CP_COLD_INV_NAME) return 0;
-    for (size_t i = 4; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return 0;
-    }
-    return 1;
-}
-
 /* ---- string sets ------------------------------------------------------------------------------ */
 
 int cp_rd_strset_add(cp_rd_strset *s, const char *p, size_t n)

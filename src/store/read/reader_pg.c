@@ -33,7 +33,7 @@
  *
  * Statements: prepared once per connection and cached (PG_CACHE, least recently used
  * dropped). Values are always bound parameters; table names come from `inventory` /
- * `inverted_indexes` and are checked (cp_hot_calls_name_ok, cp_rd_inv_name_ok) before
+ * `inverted_indexes` and are checked (cp_hot_calls_name_ok, cp_cold_inv_name_ok) before
  * they are spliced into SQL text. Cursor declarations carry a per-search name and go
  * through PQexecParams (their query is planned at DECLARE time anyway).
  */
