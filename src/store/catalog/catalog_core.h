@@ -18,11 +18,10 @@
 #include "store/cp_catalog.h"
 #include "store/sql/sqldb.h"
 
-typedef struct cp_catalog_core {
-    cp_catalog base;               /* first: the interface pointer is the object pointer */
-    cp_sqldb *db;                  /* the catalog's connection (cp_sqldb_wrap_*) */
-    int (*settle)(cp_catalog *c);  /* commits what is batched, if anything */
-    int (*batch)(cp_catalog *c);   /* opens (or joins) the batched write transaction */
+/* What a catalog does with its own transaction state. */
+typedef struct cp_catalog_hooks {
+    int (*settle)(cp_catalog *c);       /* commits what is batched, if anything */
+    int (*batch)(cp_catalog *c);        /* opens (or joins) the batched write transaction */
     /* after a batched statement failed: what the catalog does with its transaction
      * (PostgreSQL: the server aborted it, so it is rolled back and the loss reported at
      * commit; SQLite: nothing, the transaction is still good) */
@@ -30,6 +29,12 @@ typedef struct cp_catalog_core {
     /* sends what the catalog holds back (PostgreSQL's COPY buffers) so a query in the
      * open transaction sees it; NULL when nothing is held back */
     int (*flush)(cp_catalog *c);
+} cp_catalog_hooks;
+
+typedef struct cp_catalog_core {
+    cp_catalog base;               /* first: the interface pointer is the object pointer */
+    cp_sqldb *db;                  /* the catalog's connection (cp_sqldb_wrap_*) */
+    const cp_catalog_hooks *hooks;
     int64_t *window_ms;            /* the hot tier's window length */
     char *err;                     /* the catalog's error message buffer */
     size_t errlen;

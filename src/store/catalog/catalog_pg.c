@@ -721,6 +721,8 @@ static int pg_flush(cp_catalog *base)
     return st;
 }
 
+static const cp_catalog_hooks pg_hooks = {pg_settle, pg_batch, pg_batch_failed, pg_flush};
+
 /* ---- compaction --------------------------------------------------------------------------------- */
 
 #define HOUR_MS ((int64_t)3600000)
@@ -1203,14 +1205,7 @@ int cp_catalog_open_pg(const char *conninfo, cp_catalog **out, char *err, size_t
         snprintf(err, errlen, "out of memory");
         return CP_ENOMEM;
     }
-    c->core.base.ops = &pg_ops;
-    c->core.settle = pg_settle;
-    c->core.batch = pg_batch;
-    c->core.batch_failed = pg_batch_failed;
-    c->core.flush = pg_flush;
-    c->core.window_ms = &c->window_ms;
-    c->core.err = c->err;
-    c->core.errlen = sizeof c->err;
+    c->core = (cp_catalog_core){{&pg_ops}, NULL, &pg_hooks, &c->window_ms, c->err, sizeof c->err};
     c->window_ms = CP_HOT_DEFAULT_WINDOW_MS;
     c->ahead_ms = CP_HOT_DEFAULT_AHEAD_MS;
     cp_buf_init(&c->scratch);

@@ -48,7 +48,7 @@ static int exec(cp_catalog_core *k, const char *sql, const cp_sql_val *p, size_t
 
 static int own_begin(cp_catalog_core *k)
 {
-    int st = k->settle(&k->base);
+    int st = k->hooks->settle(&k->base);
     if (st != CP_OK) return st;
     st = cp_sqldb_begin(k->db);
     return st == CP_OK ? CP_OK : fail(k, st, "begin");
@@ -175,7 +175,7 @@ int cp_cat_call_exists(cp_catalog *c, const cp_call *call)
     cp_catalog_core *k = core_of(c);
     int64_t start;
     if (cp_hot_window_start(call->ts_ms, *k->window_ms, &start) != CP_OK) return 0;
-    int st = k->flush ? k->flush(c) : CP_OK;
+    int st = k->hooks->flush ? k->hooks->flush(c) : CP_OK;
     if (st != CP_OK) return st;
     char sql[320];
     snprintf(sql, sizeof sql,
@@ -199,7 +199,7 @@ int cp_cat_call_exists(cp_catalog *c, const cp_call *call)
     }
     free(t.v);
     if (st != CP_OK) {
-        k->batch_failed(c);
+        k->hooks->batch_failed(c);
         return st;
     }
     return found;
@@ -208,10 +208,10 @@ int cp_cat_call_exists(cp_catalog *c, const cp_call *call)
 /* A batched write: joins the catalog's open transaction. */
 static int batched(cp_catalog_core *k, const char *sql, const cp_sql_val *p, size_t np, const char *what)
 {
-    int st = k->batch(&k->base);
+    int st = k->hooks->batch(&k->base);
     if (st != CP_OK) return st;
     st = exec(k, sql, p, np, NULL, NULL, NULL, what);
-    if (st != CP_OK) k->batch_failed(&k->base);
+    if (st != CP_OK) k->hooks->batch_failed(&k->base);
     return st;
 }
 
@@ -340,7 +340,7 @@ int cp_cat_compact_reset(cp_catalog *c, const cp_compact_job *job, int (*fn)(voi
         if (st != CP_OK) return st;
         st = exec(k, sql, v, 1, row_key, &w, NULL, "list a claim's files");
     } else {
-        st = k->settle(c);
+        st = k->hooks->settle(c);
         if (st == CP_OK) st = exec(k, sql, v, 1, row_key, &w, NULL, "list a claim's files");
         if (st != CP_OK) return st;
         st = own_begin(k);

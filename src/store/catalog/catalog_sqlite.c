@@ -555,6 +555,9 @@ static int sq_batch(cp_catalog *base) { return cp_sq_begin((sqlite_catalog *)bas
 /* A failed statement leaves SQLite's transaction good: the batch goes on. */
 static void sq_batch_failed(cp_catalog *base) { (void)base; }
 
+/* SQLite's writer sends every row at once: nothing is held back. */
+static const cp_catalog_hooks sq_hooks = {sq_settle, sq_batch, sq_batch_failed, NULL};
+
 static const char *sq_errmsg(const cp_catalog *base) { return ((const sqlite_catalog *)base)->err; }
 
 #define CKPT_MAX_PASSES 16
@@ -747,13 +750,7 @@ int cp_catalog_open_sqlite(const char *path, cp_catalog **out, char *err, size_t
         snprintf(err, errlen, "out of memory");
         return CP_ENOMEM;
     }
-    c->core.base.ops = &sqlite_ops;
-    c->core.settle = sq_settle;
-    c->core.batch = sq_batch;
-    c->core.batch_failed = sq_batch_failed;
-    c->core.window_ms = &c->window_ms;
-    c->core.err = c->err;
-    c->core.errlen = sizeof c->err;
+    c->core = (cp_catalog_core){{&sqlite_ops}, NULL, &sq_hooks, &c->window_ms, c->err, sizeof c->err};
     c->path = strdup(path);
     c->window_ms = CP_HOT_DEFAULT_WINDOW_MS;
     size_t plen = strlen(path);
