@@ -180,57 +180,6 @@ const char *cp_catalog_pg_migration(int version)
 #define LOCK_MIGRATIONS 1
 #define LOCK_INV_TABLE 2
 
-/* ---- prepared statements ------------------------------------------------------------------- */
-
-enum {
-    ST_POD_UPSERT,
-    ST_RESTART_UPSERT,
-    ST_POD_TOUCH,
-    ST_RESTART_TOUCH,
-    ST_PARAM_PUT,
-    ST_STREAM_OPEN,
-    ST_STREAM_CLOSE,
-    ST_COUNT
-};
-
-/* SQL and parameter types (pg_query's letters) */
-static const struct {
-    const char *sql, *types;
-} stmts[ST_COUNT] = {
-    [ST_POD_UPSERT] = {"INSERT INTO pods (namespace, service_name, pod_name, active_since, last_restart, last_active,"
-                       " tags, pod_id) VALUES ($1, $2, $3, $4, $4, $5, '{}', $6)"
-                       " ON CONFLICT (namespace, pod_name) DO UPDATE SET service_name = excluded.service_name,"
-                       " last_restart = greatest(coalesce(pods.last_restart, 0), excluded.last_restart),"
-                       " last_active = excluded.last_active",
-                       "tttbbt"},
-    [ST_RESTART_UPSERT] = {"INSERT INTO pod_restarts (pod_name, restart_time, namespace, service_name, pod_id,"
-                           " active_since, last_active, hot_complete) VALUES ($1, $2, $3, $4, $5, $2, $6, 0)"
-                           " ON CONFLICT (pod_id, restart_time) DO UPDATE SET pod_name = excluded.pod_name,"
-                           " namespace = excluded.namespace, service_name = excluded.service_name,"
-                           " active_since = excluded.active_since, last_active = excluded.last_active,"
-                           " hot_complete = 0",
-                           "tbtttb"},
-    [ST_POD_TOUCH] = {"UPDATE pods SET last_active = $1 WHERE namespace = $2 AND pod_name = $3", "btt"},
-    [ST_RESTART_TOUCH] = {"UPDATE pod_restarts SET last_active = $1 WHERE pod_id = $2 AND restart_time = $3", "btb"},
-    [ST_PARAM_PUT] = {"INSERT INTO params (pod_name, restart_time, param_name, param_index, param_list, param_order,"
-                      " signature, pod_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-                      " ON CONFLICT (pod_id, restart_time, param_name) DO UPDATE SET pod_name = excluded.pod_name,"
-                      " param_index = excluded.param_index, param_list = excluded.param_list,"
-                      " param_order = excluded.param_order, signature = excluded.signature",
-                      "tbtiiitt"},
-    [ST_STREAM_OPEN] = {"INSERT INTO streams (pod_id, restart_time, stream, file_index, handle, rotation_period,"
-                        " rotation_size, opened_ms, closed_ms, bytes, status, error, path)"
-                        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, 'open', NULL, $9)"
-                        " ON CONFLICT (pod_id, restart_time, stream, file_index) DO UPDATE SET"
-                        " handle = excluded.handle, rotation_period = excluded.rotation_period,"
-                        " rotation_size = excluded.rotation_size, opened_ms = excluded.opened_ms, closed_ms = NULL,"
-                        " bytes = 0, status = 'open', error = NULL, path = excluded.path",
-                        "tbtbtbbbt"},
-    [ST_STREAM_CLOSE] = {"UPDATE streams SET closed_ms = $1, bytes = $2, status = $3, error = $4"
-                         " WHERE pod_id = $5 AND restart_time = $6 AND stream = $7 AND file_index = $8",
-                         "bbtttbtb"},
-};
-
 /* ---- errors -------------------------------------------------------------------------------- */
 
 /* Copies a server message into dst on one line (libpq's end with a newline, DETAIL on the
@@ -420,19 +369,6 @@ int cp_pg_exec(pg_catalog *c, const char *sql, const char *what)
 }
 
 /* Runs prepared statement `which`. */
-static int run(pg_catalog *c, int which, const void *const *vals, const size_t *lens, const char *what)
-{
-    pg_params p;
-    if (params_build(c, &p, stmts[which].types, vals, lens) != CP_OK) return CP_EIO;
-    char name[16];
-    snprintf(name, sizeof name, "cp_%d", which);
-    PGresult *r = PQexecPrepared(c->conn, name, p.n, p.v, p.len, p.fmt, 0);
-    params_free(&p);
-    r = checked(c, r, what);
-    PQclear(r);
-    return r ? CP_OK : CP_EIO;
-}
-
 int cp_pg_begin(pg_catalog *c)
 {
     if (c->in_txn) return CP_OK;
@@ -583,30 +519,6 @@ static int settle(pg_catalog *c) { return c->in_txn ? pg_commit(&c->core.base) :
 
 /* ---- metadata writes ---------------------------------------------------------------------------- */
 
-static int pg_pod_register(cp_catalog *base, const cp_catalog_pod *p, int64_t now_ms)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v1[] = {p->ns, p->service, p->pod, &p->restart_ms, &now_ms, p->pod_id};
-    st = run(c, ST_POD_UPSERT, v1, NULL, "pods upsert");
-    if (st != CP_OK) return st;
-    const void *v2[] = {p->pod, &p->restart_ms, p->ns, p->service, p->pod_id, &now_ms};
-    return run(c, ST_RESTART_UPSERT, v2, NULL, "pod_restarts upsert");
-}
-
-static int pg_pod_touch(cp_catalog *base, const cp_catalog_pod *p, int64_t now_ms)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v1[] = {&now_ms, p->ns, p->pod};
-    st = run(c, ST_POD_TOUCH, v1, NULL, "pods touch");
-    if (st != CP_OK) return st;
-    const void *v2[] = {&now_ms, p->pod_id, &p->restart_ms};
-    return run(c, ST_RESTART_TOUCH, v2, NULL, "pod_restarts touch");
-}
-
 static int pg_dict_put(cp_catalog *base, const cp_catalog_pod *p, int32_t position, const char *tag, size_t tag_len)
 {
     pg_catalog *c = (pg_catalog *)base;
@@ -622,39 +534,6 @@ static int pg_dict_put(cp_catalog *base, const cp_catalog_pod *p, int32_t positi
     cp_pgcopy_text(&c->dict, p->pod_id, id_len);
     cp_pgcopy_text(&c->dict, tag, tag_len);
     return c->dict.len >= DICT_FLUSH_BYTES ? dict_flush(c) : CP_OK;
-}
-
-static int pg_param_put(cp_catalog *base, const cp_catalog_pod *p, const cp_catalog_param *prm)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    int32_t index = prm->index ? 1 : 0, list = prm->list ? 1 : 0;
-    const void *v[] = {p->pod, &p->restart_ms, prm->name, &index, &list, &prm->order, prm->signature, p->pod_id};
-    size_t l[] = {strlen(p->pod), 0, prm->name_len, 0, 0, 0, prm->signature_len, strlen(p->pod_id)};
-    if (!prm->signature) v[6] = "", l[6] = 0;
-    return run(c, ST_PARAM_PUT, v, l, "params upsert");
-}
-
-static int pg_stream_open(cp_catalog *base, const cp_catalog_stream *x)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    const void *v[] = {x->pod->pod_id,           &x->pod->restart_ms, x->stream,      &x->file_index, x->handle,
-                       &x->rotation_period_ms, &x->rotation_size,   &x->opened_ms, x->path};
-    return run(c, ST_STREAM_OPEN, v, NULL, "streams insert");
-}
-
-static int pg_stream_close(cp_catalog *base, const cp_catalog_stream *x)
-{
-    pg_catalog *c = (pg_catalog *)base;
-    int st = begin_batch(c);
-    if (st != CP_OK) return st;
-    int64_t bytes = (int64_t)x->bytes;
-    const void *v[] = {&x->closed_ms, &bytes,  x->status, x->error, x->pod->pod_id, &x->pod->restart_ms,
-                       x->stream,     &x->file_index};
-    return run(c, ST_STREAM_CLOSE, v, NULL, "streams update");
 }
 
 /* ---- hot tier ------------------------------------------------------------------------------------- */
@@ -1089,33 +968,16 @@ static void pg_close(cp_catalog *base)
 
 static const cp_catalog_ops pg_ops = {
     .name = "postgres",
-    .pod_register = pg_pod_register,
-    .pod_touch = pg_pod_touch,
+    CP_CATALOG_SHARED_OPS,
     .dict_put = pg_dict_put,
-    .param_put = pg_param_put,
-    .stream_open = pg_stream_open,
-    .stream_close = pg_stream_close,
     .call_put = pg_call_put,
     .set_windows = pg_set_windows,
     .set_idle = pg_set_idle,
     .set_cache_max = pg_set_cache_max,
     .windows_prepare = pg_windows_prepare,
-    .unfinished = cp_cat_unfinished,
-    .restart_files = cp_cat_restart_files,
-    .call_exists = cp_cat_call_exists,
-    .restart_finish = cp_cat_restart_finish,
-    .restart_complete = cp_cat_restart_complete,
     .compact_claim = pg_compact_claim,
     .compact_calls = pg_compact_calls,
-    .cold_file_put = cp_cat_cold_file_put,
-    .compact_reset = cp_cat_compact_reset,
     .index_put = pg_index_put,
-    .indexed_params = cp_cat_indexed_params,
-    .compact_finish = cp_cat_compact_finish,
-    .compact_release = cp_cat_compact_release,
-    .retention_mark = cp_cat_retention_mark,
-    .retention_list = cp_cat_retention_list,
-    .retention_forget = cp_cat_retention_forget,
     .commit = pg_commit,
     .errmsg = pg_errmsg,
     .maintain = pg_maintain,
@@ -1172,29 +1034,14 @@ static int migrate(pg_catalog *c)
     return st;
 }
 
-/* Per-connection setup: the temporary tables the batches go through, and the prepared
- * statements. */
+/* Per-connection setup: the temporary tables the batches go through. */
 static int connection_setup(pg_catalog *c)
 {
-    int st = cp_pg_exec(c,
-                        "CREATE TEMP TABLE cp_dict_in (seq bigint, pod_name text, restart_time bigint,"
-                        " position integer, pod_id text, tag text) ON COMMIT DELETE ROWS;"
-                        "CREATE TEMP TABLE cp_inv_in (param integer, value text, file_id text) ON COMMIT DELETE ROWS",
-                        "create batch tables");
-    for (int i = 0; st == CP_OK && i < ST_COUNT; i++) {
-        char name[16];
-        Oid oid[16];
-        size_t n = strlen(stmts[i].types);
-        for (size_t k = 0; k < n; k++) {
-            char t = stmts[i].types[k];
-            oid[k] = t == 'b' ? 20 : t == 'i' ? 23 : t == 'y' ? 17 : 25;
-        }
-        snprintf(name, sizeof name, "cp_%d", i);
-        PGresult *r = checked(c, PQprepare(c->conn, name, stmts[i].sql, (int)n, oid), "prepare");
-        st = r ? CP_OK : CP_EIO;
-        PQclear(r);
-    }
-    return st;
+    return cp_pg_exec(c,
+                      "CREATE TEMP TABLE cp_dict_in (seq bigint, pod_name text, restart_time bigint,"
+                      " position integer, pod_id text, tag text) ON COMMIT DELETE ROWS;"
+                      "CREATE TEMP TABLE cp_inv_in (param integer, value text, file_id text) ON COMMIT DELETE ROWS",
+                      "create batch tables");
 }
 
 int cp_catalog_open_pg(const char *conninfo, cp_catalog **out, char *err, size_t errlen)

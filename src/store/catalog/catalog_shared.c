@@ -1,7 +1,8 @@
 /* catalog_shared.c -- the catalog operations that are the same SQL on SQLite and
  * PostgreSQL, written once over sqldb.h on the catalog's own connection (catalog_core.h):
- * crash recovery's questions and completions, and the cold tier's files, claims finished
- * or released, the indexed params and retention.
+ * the metadata writes (pods, restarts, params, stream files), crash recovery's questions
+ * and completions, and the cold tier's files, claims finished or released, the indexed
+ * params and retention.
  *
  * Dialect: PostgreSQL is shared by several nodes, so rows another node may change at the
  * same time are locked where the operation decides on them (FOR UPDATE / FOR KEY SHARE);
@@ -105,6 +106,102 @@ static int list_names(cp_catalog_core *k, const char *sql, const cp_sql_val *p, 
     return st;
 }
 
+/* ---- metadata writes (batched) ------------------------------------------------------------------- */
+
+/* A batched write: joins the catalog's open transaction. */
+static int batched(cp_catalog_core *k, const char *sql, const cp_sql_val *p, size_t np, const char *what)
+{
+    int st = k->hooks->batch(&k->base);
+    if (st != CP_OK) return st;
+    st = exec(k, sql, p, np, NULL, NULL, NULL, what);
+    if (st != CP_OK) k->hooks->batch_failed(&k->base);
+    return st;
+}
+
+int cp_cat_pod_register(cp_catalog *c, const cp_catalog_pod *p, int64_t now_ms)
+{
+    cp_catalog_core *k = core_of(c);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO pods (namespace, service_name, pod_name, active_since, last_restart, last_active, tags,"
+             " pod_id) VALUES ($1, $2, $3, $4, $4, $5, '{}', $6)"
+             " ON CONFLICT (namespace, pod_name) DO UPDATE SET service_name = excluded.service_name,"
+             " last_restart = %s(coalesce(pods.last_restart, 0), excluded.last_restart),"
+             " last_active = excluded.last_active",
+             cp_sqldb_is_pg(k->db) ? "greatest" : "max");
+    cp_sql_val v[6] = {cp_sql_text(p->ns),         cp_sql_text(p->service), cp_sql_text(p->pod),
+                       cp_sql_i64(p->restart_ms), cp_sql_i64(now_ms),      cp_sql_text(p->pod_id)};
+    int st = batched(k, sql, v, 6, "pods upsert");
+    if (st != CP_OK) return st;
+    /* a restart registered again (a reconnect) starts over: its calls are not known complete */
+    cp_sql_val r[6] = {cp_sql_text(p->pod),     cp_sql_i64(p->restart_ms), cp_sql_text(p->ns),
+                       cp_sql_text(p->service), cp_sql_text(p->pod_id),    cp_sql_i64(now_ms)};
+    return batched(k,
+                   "INSERT INTO pod_restarts (pod_name, restart_time, namespace, service_name, pod_id, active_since,"
+                   " last_active, hot_complete) VALUES ($1, $2, $3, $4, $5, $2, $6, 0)"
+                   " ON CONFLICT (pod_id, restart_time) DO UPDATE SET pod_name = excluded.pod_name,"
+                   " namespace = excluded.namespace, service_name = excluded.service_name,"
+                   " active_since = excluded.active_since, last_active = excluded.last_active, hot_complete = 0",
+                   r, 6, "pod_restarts upsert");
+}
+
+int cp_cat_pod_touch(cp_catalog *c, const cp_catalog_pod *p, int64_t now_ms)
+{
+    cp_catalog_core *k = core_of(c);
+    cp_sql_val v[3] = {cp_sql_i64(now_ms), cp_sql_text(p->ns), cp_sql_text(p->pod)};
+    int st = batched(k, "UPDATE pods SET last_active = $1 WHERE namespace = $2 AND pod_name = $3", v, 3, "pods touch");
+    if (st != CP_OK) return st;
+    cp_sql_val r[3] = {cp_sql_i64(now_ms), cp_sql_text(p->pod_id), cp_sql_i64(p->restart_ms)};
+    return batched(k, "UPDATE pod_restarts SET last_active = $1 WHERE pod_id = $2 AND restart_time = $3", r, 3,
+                   "pod_restarts touch");
+}
+
+int cp_cat_param_put(cp_catalog *c, const cp_catalog_pod *p, const cp_catalog_param *prm)
+{
+    cp_sql_val v[8] = {cp_sql_text(p->pod),
+                       cp_sql_i64(p->restart_ms),
+                       cp_sql_textn(prm->name, prm->name_len),
+                       cp_sql_i64(prm->index ? 1 : 0),
+                       cp_sql_i64(prm->list ? 1 : 0),
+                       cp_sql_i64(prm->order),
+                       cp_sql_textn(prm->signature ? prm->signature : "", prm->signature ? prm->signature_len : 0),
+                       cp_sql_text(p->pod_id)};
+    return batched(core_of(c),
+                   "INSERT INTO params (pod_name, restart_time, param_name, param_index, param_list, param_order,"
+                   " signature, pod_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+                   " ON CONFLICT (pod_id, restart_time, param_name) DO UPDATE SET pod_name = excluded.pod_name,"
+                   " param_index = excluded.param_index, param_list = excluded.param_list,"
+                   " param_order = excluded.param_order, signature = excluded.signature",
+                   v, 8, "params upsert");
+}
+
+int cp_cat_stream_open(cp_catalog *c, const cp_catalog_stream *x)
+{
+    cp_sql_val v[9] = {cp_sql_text(x->pod->pod_id),        cp_sql_i64(x->pod->restart_ms), cp_sql_text(x->stream),
+                       cp_sql_i64(x->file_index),          cp_sql_text(x->handle),         cp_sql_i64(x->rotation_period_ms),
+                       cp_sql_i64(x->rotation_size),       cp_sql_i64(x->opened_ms),       cp_sql_text(x->path)};
+    return batched(core_of(c),
+                   "INSERT INTO streams (pod_id, restart_time, stream, file_index, handle, rotation_period,"
+                   " rotation_size, opened_ms, closed_ms, bytes, status, error, path)"
+                   " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, 'open', NULL, $9)"
+                   " ON CONFLICT (pod_id, restart_time, stream, file_index) DO UPDATE SET"
+                   " handle = excluded.handle, rotation_period = excluded.rotation_period,"
+                   " rotation_size = excluded.rotation_size, opened_ms = excluded.opened_ms, closed_ms = NULL,"
+                   " bytes = 0, status = 'open', error = NULL, path = excluded.path",
+                   v, 9, "streams insert");
+}
+
+int cp_cat_stream_close(cp_catalog *c, const cp_catalog_stream *x)
+{
+    cp_sql_val v[8] = {cp_sql_i64(x->closed_ms),   cp_sql_i64((int64_t)x->bytes),   cp_sql_text(x->status),
+                       cp_sql_text(x->error),      cp_sql_text(x->pod->pod_id),     cp_sql_i64(x->pod->restart_ms),
+                       cp_sql_text(x->stream),     cp_sql_i64(x->file_index)};
+    return batched(core_of(c),
+                   "UPDATE streams SET closed_ms = $1, bytes = $2, status = $3, error = $4"
+                   " WHERE pod_id = $5 AND restart_time = $6 AND stream = $7 AND file_index = $8",
+                   v, 8, "streams update");
+}
+
 /* ---- crash recovery ------------------------------------------------------------------------------- */
 
 typedef struct pod_walk {
@@ -203,16 +300,6 @@ int cp_cat_call_exists(cp_catalog *c, const cp_call *call)
         return st;
     }
     return found;
-}
-
-/* A batched write: joins the catalog's open transaction. */
-static int batched(cp_catalog_core *k, const char *sql, const cp_sql_val *p, size_t np, const char *what)
-{
-    int st = k->hooks->batch(&k->base);
-    if (st != CP_OK) return st;
-    st = exec(k, sql, p, np, NULL, NULL, NULL, what);
-    if (st != CP_OK) k->hooks->batch_failed(&k->base);
-    return st;
 }
 
 int cp_cat_restart_complete(cp_catalog *c, const cp_catalog_pod *p)

@@ -185,26 +185,8 @@ const char *cp_catalog_sqlite_migration(int version)
 
 
 static const char *const stmt_sql[ST_COUNT] = {
-    [ST_POD_UPSERT] =
-        "INSERT INTO pods (namespace, service_name, pod_name, active_since, last_restart, last_active, tags, pod_id)"
-        " VALUES (?1, ?2, ?3, ?4, ?4, ?5, '{}', ?6)"
-        " ON CONFLICT (namespace, pod_name) DO UPDATE SET service_name = excluded.service_name,"
-        " last_restart = max(coalesce(last_restart, 0), excluded.last_restart), last_active = excluded.last_active",
-    [ST_RESTART_INSERT] =
-        "INSERT OR REPLACE INTO pod_restarts (pod_name, restart_time, namespace, service_name, pod_id,"
-        " active_since, last_active, hot_complete) VALUES (?1, ?2, ?3, ?4, ?5, ?2, ?6, 0)",
-    [ST_POD_TOUCH] = "UPDATE pods SET last_active = ?1 WHERE namespace = ?2 AND pod_name = ?3",
-    [ST_RESTART_TOUCH] = "UPDATE pod_restarts SET last_active = ?1 WHERE pod_id = ?2 AND restart_time = ?3",
     [ST_DICT_PUT] = "INSERT OR REPLACE INTO dictionary (pod_name, restart_time, position, pod_id, tag)"
                     " VALUES (?1, ?2, ?3, ?4, ?5)",
-    [ST_PARAM_PUT] = "INSERT OR REPLACE INTO params (pod_name, restart_time, param_name, param_index, param_list,"
-                     " param_order, signature, pod_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    [ST_STREAM_OPEN] =
-        "INSERT OR REPLACE INTO streams (pod_id, restart_time, stream, file_index, handle, rotation_period,"
-        " rotation_size, opened_ms, closed_ms, bytes, status, error, path)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, NULL, 0, 'open', NULL, ?9)",
-    [ST_STREAM_CLOSE] = "UPDATE streams SET closed_ms = ?1, bytes = ?2, status = ?3, error = ?4"
-                        " WHERE pod_id = ?5 AND restart_time = ?6 AND stream = ?7 AND file_index = ?8",
 };
 
 
@@ -385,48 +367,6 @@ static void bind_textn(sqlite3_stmt *s, int i, const char *p, size_t n)
     sqlite3_bind_text64(s, i, p, (sqlite3_uint64)n, SQLITE_STATIC, SQLITE_UTF8);
 }
 
-static int sq_pod_register(cp_catalog *base, const cp_catalog_pod *p, int64_t now_ms)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = cp_sq_begin(c);
-    if (st != CP_OK) return st;
-    sqlite3_stmt *s = c->st[ST_POD_UPSERT];
-    bind_text(s, 1, p->ns);
-    bind_text(s, 2, p->service);
-    bind_text(s, 3, p->pod);
-    sqlite3_bind_int64(s, 4, p->restart_ms);
-    sqlite3_bind_int64(s, 5, now_ms);
-    bind_text(s, 6, p->pod_id);
-    st = run(c, ST_POD_UPSERT, "pods upsert");
-    if (st != CP_OK) return st;
-    s = c->st[ST_RESTART_INSERT];
-    bind_text(s, 1, p->pod);
-    sqlite3_bind_int64(s, 2, p->restart_ms);
-    bind_text(s, 3, p->ns);
-    bind_text(s, 4, p->service);
-    bind_text(s, 5, p->pod_id);
-    sqlite3_bind_int64(s, 6, now_ms);
-    return run(c, ST_RESTART_INSERT, "pod_restarts insert");
-}
-
-static int sq_pod_touch(cp_catalog *base, const cp_catalog_pod *p, int64_t now_ms)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = cp_sq_begin(c);
-    if (st != CP_OK) return st;
-    sqlite3_stmt *s = c->st[ST_POD_TOUCH];
-    sqlite3_bind_int64(s, 1, now_ms);
-    bind_text(s, 2, p->ns);
-    bind_text(s, 3, p->pod);
-    st = run(c, ST_POD_TOUCH, "pods touch");
-    if (st != CP_OK) return st;
-    s = c->st[ST_RESTART_TOUCH];
-    sqlite3_bind_int64(s, 1, now_ms);
-    bind_text(s, 2, p->pod_id);
-    sqlite3_bind_int64(s, 3, p->restart_ms);
-    return run(c, ST_RESTART_TOUCH, "pod_restarts touch");
-}
-
 static int sq_dict_put(cp_catalog *base, const cp_catalog_pod *p, int32_t position, const char *tag, size_t tag_len)
 {
     sqlite_catalog *c = (sqlite_catalog *)base;
@@ -439,59 +379,6 @@ static int sq_dict_put(cp_catalog *base, const cp_catalog_pod *p, int32_t positi
     bind_text(s, 4, p->pod_id);
     bind_textn(s, 5, tag, tag_len);
     return run(c, ST_DICT_PUT, "dictionary insert");
-}
-
-static int sq_param_put(cp_catalog *base, const cp_catalog_pod *p, const cp_catalog_param *prm)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = cp_sq_begin(c);
-    if (st != CP_OK) return st;
-    sqlite3_stmt *s = c->st[ST_PARAM_PUT];
-    bind_text(s, 1, p->pod);
-    sqlite3_bind_int64(s, 2, p->restart_ms);
-    bind_textn(s, 3, prm->name, prm->name_len);
-    sqlite3_bind_int(s, 4, prm->index ? 1 : 0);
-    sqlite3_bind_int(s, 5, prm->list ? 1 : 0);
-    sqlite3_bind_int(s, 6, prm->order);
-    bind_textn(s, 7, prm->signature, prm->signature_len);
-    bind_text(s, 8, p->pod_id);
-    return run(c, ST_PARAM_PUT, "params insert");
-}
-
-static int sq_stream_open(cp_catalog *base, const cp_catalog_stream *x)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = cp_sq_begin(c);
-    if (st != CP_OK) return st;
-    sqlite3_stmt *s = c->st[ST_STREAM_OPEN];
-    bind_text(s, 1, x->pod->pod_id);
-    sqlite3_bind_int64(s, 2, x->pod->restart_ms);
-    bind_text(s, 3, x->stream);
-    sqlite3_bind_int64(s, 4, x->file_index);
-    bind_text(s, 5, x->handle);
-    sqlite3_bind_int64(s, 6, x->rotation_period_ms);
-    sqlite3_bind_int64(s, 7, x->rotation_size);
-    sqlite3_bind_int64(s, 8, x->opened_ms);
-    bind_text(s, 9, x->path);
-    return run(c, ST_STREAM_OPEN, "streams insert");
-}
-
-static int sq_stream_close(cp_catalog *base, const cp_catalog_stream *x)
-{
-    sqlite_catalog *c = (sqlite_catalog *)base;
-    int st = cp_sq_begin(c);
-    if (st != CP_OK) return st;
-    sqlite3_stmt *s = c->st[ST_STREAM_CLOSE];
-    sqlite3_bind_int64(s, 1, x->closed_ms);
-    sqlite3_bind_int64(s, 2, (sqlite3_int64)x->bytes);
-    bind_text(s, 3, x->status);
-    if (x->error) bind_text(s, 4, x->error);
-    else sqlite3_bind_null(s, 4);
-    bind_text(s, 5, x->pod->pod_id);
-    sqlite3_bind_int64(s, 6, x->pod->restart_ms);
-    bind_text(s, 7, x->stream);
-    sqlite3_bind_int64(s, 8, x->file_index);
-    return run(c, ST_STREAM_CLOSE, "streams update");
 }
 
 /* ---- hot tier (hot_writer.c does the work) -------------------------------------------- */
@@ -675,12 +562,8 @@ static int sq_set_wal_max(cp_catalog *base, uint64_t bytes)
 
 static const cp_catalog_ops sqlite_ops = {
     .name = "sqlite",
-    .pod_register = sq_pod_register,
-    .pod_touch = sq_pod_touch,
+    CP_CATALOG_SHARED_OPS,
     .dict_put = sq_dict_put,
-    .param_put = sq_param_put,
-    .stream_open = sq_stream_open,
-    .stream_close = sq_stream_close,
     .call_put = sq_call_put,
     .set_windows = sq_set_windows,
     .set_idle = sq_set_idle,
@@ -693,22 +576,9 @@ static const cp_catalog_ops sqlite_ops = {
     .errmsg = sq_errmsg,
     .close = sq_close,
     .maintain = sq_maintain,
-    .unfinished = cp_cat_unfinished,
-    .restart_files = cp_cat_restart_files,
-    .call_exists = cp_cat_call_exists,
-    .restart_finish = cp_cat_restart_finish,
-    .restart_complete = cp_cat_restart_complete,
     .compact_claim = cp_sq_compact_claim,
     .compact_calls = cp_sq_compact_calls,
-    .cold_file_put = cp_cat_cold_file_put,
-    .compact_reset = cp_cat_compact_reset,
     .index_put = cp_sq_index_put,
-    .indexed_params = cp_cat_indexed_params,
-    .compact_finish = cp_cat_compact_finish,
-    .compact_release = cp_cat_compact_release,
-    .retention_mark = cp_cat_retention_mark,
-    .retention_list = cp_cat_retention_list,
-    .retention_forget = cp_cat_retention_forget,
 };
 
 /* ---- open ------------------------------------------------------------------------------- */

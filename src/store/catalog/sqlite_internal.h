@@ -10,15 +10,10 @@
 
 #include <sqlite3.h>
 
+/* The statements the SQLite catalog keeps prepared itself (catalog_shared.c's go through
+ * sqldb.h's cache). */
 enum {
-    ST_POD_UPSERT,
-    ST_RESTART_INSERT,
-    ST_POD_TOUCH,
-    ST_RESTART_TOUCH,
     ST_DICT_PUT,
-    ST_PARAM_PUT,
-    ST_STREAM_OPEN,
-    ST_STREAM_CLOSE,
     ST_COUNT
 };
 
