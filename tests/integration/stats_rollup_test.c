@@ -818,7 +818,10 @@ static void gen_case(const fixture *fx, uint64_t *rng, qcase *q)
     }
     static const char *const sq[] = {"place", "-cancel", "$user=u-1", "acme pod-9"};
     int si = rnd(rng, 10) == 0 ? (int)rnd(rng, CP_ARRAY_LEN(sq)) : -1;
-    if (rnd(rng, 25) == 0) f->method_substr = rnd(rng, 2) ? "orderservice" : "idleloop"; /* lowercase: a folded needle */
+    /* lowercase: a folded needle; "orderservice.c" holds one method where its prefix
+     * "orderservice." holds two (a needle cut short would count both) */
+    static const char *const needles[] = {"orderservice", "idleloop", "orderservice.c"};
+    if (rnd(rng, 8) == 0) f->method_substr = needles[rnd(rng, CP_ARRAY_LEN(needles))];
     case_finish(q, si >= 0 ? fx->searches[si] : NULL, si >= 0 ? sq[si] : NULL);
 }
 

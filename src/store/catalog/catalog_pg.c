@@ -1,12 +1,15 @@
 /* catalog_pg.c -- the catalog on PostgreSQL 15 (scale-out deployment, storage.md): schema
- * migrations, the batched write transaction, metadata writes, compaction and retention.
- * The hot tier's rows are written by pg_hot.c inside the same transaction.
+ * migrations, the batched write transaction, dictionary words, compaction claims and
+ * reading a claim's calls, inverted-index rows. The hot tier's rows are written by
+ * pg_hot.c inside the same transaction; what is the same SQL as SQLite's (pods,
+ * restarts, params, stream files, recovery, cold files, finishing claims, retention) is
+ * catalog_shared.c's, on this connection (catalog_core.h hooks below).
  *
  * Batching: the first write after a commit sends BEGIN. Small metadata writes (pods,
- * params, streams) run as prepared statements at once; dictionary words and
- * inverted-index rows are buffered as binary COPY data and sent at commit (COPY into a
- * temporary table, then one INSERT ... SELECT ... ON CONFLICT), as are the hot tier's
- * rows. commit() sends what is buffered, then COMMIT.
+ * params, streams) run at once; dictionary words and inverted-index rows are buffered as
+ * binary COPY data and sent at commit (COPY into a temporary table, then one INSERT ...
+ * SELECT ... ON CONFLICT), as are the hot tier's rows. commit() sends what is buffered,
+ * then COMMIT.
  *
  * Errors: PostgreSQL aborts a transaction at its first error, so a failed write rolls
  * the whole cycle back at once (cp_pg_abort): the failing call returns the error, the
@@ -663,7 +666,7 @@ static int claim_once(pg_catalog *c, const cp_compact_opts *o, cp_compact_job *j
     if (st != CP_OK) return st;
     int64_t stale = o->now_ms - o->lease_ms;
     int32_t any32 = o->lease_ms <= 0;
-    /* the oldest hour holding an eligible window (catalog_sqlite_cold.c's rule) */
+    /* the oldest hour holding an eligible window (the rule of catalog_sqlite_cold.c's claim) */
     const void *v1[] = {&o->until_ms, &any32, &stale};
     PGresult *r = cp_pg_query(c, "SELECT min(start_time) FROM inventory WHERE table_type = 'calls' AND " ELIGIBLE,
                               "bib", v1, NULL, 0, "find windows to compact");

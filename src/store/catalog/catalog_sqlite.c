@@ -1,6 +1,9 @@
-/* catalog_sqlite.c -- the catalog on SQLite (<data>/catalog.db): schema migrations,
- * prepared statements, and one lazily opened write transaction per commit cycle. The hot
- * tier's window tables are written by hot_writer.c, inside the same transaction. */
+/* catalog_sqlite.c -- the catalog on SQLite (<data>/catalog.db): schema migrations, the
+ * WAL and its checkpoints, dictionary words, and one lazily opened write transaction per
+ * commit cycle. The hot tier's window tables are written by hot_writer.c, inside the same
+ * transaction; what is the same SQL as PostgreSQL's (pods, restarts, params, stream
+ * files, recovery, cold files, finishing claims, retention) is catalog_shared.c's, on
+ * this connection (catalog_core.h hooks below). */
 #include "store/cp_catalog.h"
 #include "store/hot/hot_internal.h"
 #include "store/catalog/sqlite_internal.h"

@@ -17,11 +17,16 @@
 #include "store/cp_catalog.h"
 #include "store/cp_cold.h"
 #include "store/cp_hot.h"
+#include "store/cp_stats.h"
+#include "store/hot/hot_internal.h"
 #include "store/sql/sqldb.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* Hot windows a search or stats may span (a guard against a runaway range). */
+#define CP_RD_MAX_WINDOWS 8192
 
 /* Cold files listed at most per cold_files call (a guard against a runaway catalog). */
 #define CP_RD_MAX_COLD_FILES 1000000
@@ -116,6 +121,40 @@ int cp_rd_pods(const cp_rd_ctx *x, int64_t from_ms, int64_t to_ms, cp_pod_fn fn,
 int cp_rd_words(const cp_rd_ctx *x, const char *ns, const char *pod, int64_t restart_ms, const int32_t *ids, size_t n,
                 int (*fn)(void *ud, int32_t id, const char *text, size_t len), void *ud);
 int cp_rd_bounds(const cp_rd_ctx *x, int has_cold, int64_t *min_ts, int64_t *max_ts);
+
+/* ---- stats over the hot tier (hot_stats.c) ---------------------------------------------------- */
+
+/* A window of the stats: its table, time span, rows, and whether its rollups count. */
+typedef struct cp_rd_window {
+    char name[CP_HOT_NAME_LEN];
+    int64_t start, end, rows;
+    int covered;
+} cp_rd_window;
+
+/* One run of cp_reader_ops.stats. The reader fills x, f, p, acc, info, scan and ud; the
+ * run owns w (free it after). */
+typedef struct cp_rd_stats {
+    const cp_rd_ctx *x;
+    const cp_call_filter *f;
+    const cp_stats_plan *p;
+    cp_stats *acc;
+    cp_stats_info *info;
+    cp_rd_window *w;
+    size_t nw;
+    const cp_rd_window *cur; /* the window being scanned */
+    cp_progress prog;
+    /* the database's own scan of cur for sub (cp_stats_scans' callback), counting into
+     * acc and info: 0 done, 1 the scan budget ran out (info->partial set), < 0 an error */
+    int (*scan)(struct cp_rd_stats *k, const cp_call_filter *sub);
+    void *ud; /* the reader's state for scan */
+} cp_rd_stats;
+
+/* The windows (locked on PostgreSQL), the rollup entries of those that keep them, then per
+ * window the scans. has_rollups: the catalog has hot_rollups (SQLite migration 5). */
+int cp_rd_stats_run(cp_rd_stats *k, int has_rollups);
+/* Reports progress (extra: rows of the running scan not yet in info->scanned);
+ * CP_EABORT when the caller cancels. */
+int cp_rd_stats_progress(cp_rd_stats *k, uint64_t extra);
 
 /* ---- the search order and the merge heap (rowkey.c) ------------------------------------------ */
 

@@ -36,6 +36,11 @@
  * `inverted_indexes` and are checked (cp_hot_calls_name_ok, cp_cold_inv_name_ok) before
  * they are spliced into SQL text. Cursor declarations carry a per-search name and go
  * through PQexecParams (their query is planned at DECLARE time anyway).
+ *
+ * Written once for both readers, over sqldb.h on this connection (cp_sqldb_wrap_pg) and
+ * run through run_op like the rest: cold files (cold_list.c), pods, words, bounds
+ * (lookups.c), and the stats' windows and rollup entries (hot_stats.c; the stats scan
+ * is pgs_scan here).
  */
 #include "query/cp_query.h"
 #include "store/cp_hot.h"
@@ -50,7 +55,7 @@
 #include <string.h>
 
 #define PG_CACHE 64
-#define PG_MAX_WINDOWS 8192
+#define PG_MAX_WINDOWS CP_RD_MAX_WINDOWS
 #define PG_MAX_LIMIT 100000
 #define PG_DIRECT_ROWS 1000    /* a window needing at most this many rows is one statement */
 #define PG_FETCH_MIN 64        /* rows per FETCH ... */
@@ -1288,182 +1293,18 @@ static int pg_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_f
 
 #define PG_STATS_FETCH 10000
 
-typedef struct pgs_window {
-    char name[CP_HOT_NAME_LEN];
-    int64_t start, end;
-    int covered;
-} pgs_window;
-
-typedef struct pgs_run {
+/* The scan's state. */
+typedef struct pgs_state {
     pg_reader *r;
-    const cp_call_filter *f;
-    const cp_stats_plan *p;
-    cp_stats *acc;
-    cp_stats_info *info;
-    pgs_window *w;
-    size_t nw;
-    const pgs_window *cur;
-    cp_progress prog;
-    cp_buf needle;
-} pgs_run;
-
-static int pgs_progress(pgs_run *k, uint64_t extra)
-{
-    const cp_call_filter *f = k->f;
-    k->prog.scanned = k->info->scanned + extra;
-    if (f->progress && f->progress(f->progress_ud, &k->prog)) {
-        snprintf(k->r->err, sizeof k->r->err, "cancelled");
-        return CP_EABORT;
-    }
-    return CP_OK;
-}
-
-static int pgs_windows(pgs_run *k)
-{
-    pg_reader *r = k->r;
-    pg_stmt q;
-    int st = stmt_get(r,
-                      "SELECT table_name, start_time, end_time, rollup FROM inventory WHERE table_type = 'calls'"
-                      " AND status IN ('ready', 'persisting') AND rows_count > 0 AND start_time < $2::bigint"
-                      " AND end_time > $1::bigint ORDER BY start_time",
-                      &q);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    par_i64(&p, k->f->from_ms);
-    par_i64(&p, k->f->to_ms);
-    PGresult *res = stmt_run(r, &q, &p, 0, "list windows");
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    int n = PQntuples(res);
-    if (n > PG_MAX_WINDOWS) {
-        snprintf(r->err, sizeof r->err, "the time range spans more than %d windows", PG_MAX_WINDOWS);
-        PQclear(res);
-        return CP_ELIMIT;
-    }
-    k->w = calloc(n ? (size_t)n : 1, sizeof *k->w);
-    if (!k->w) {
-        PQclear(res);
-        return pg_oom(r);
-    }
-    for (int i = 0; i < n; i++) {
-        const char *name = PQgetvalue(res, i, 0);
-        if (!cp_hot_calls_name_ok(name)) continue;
-        pgs_window *w = &k->w[k->nw++];
-        snprintf(w->name, sizeof w->name, "%s", name);
-        w->start = val_i64(res, i, 1);
-        w->end = val_i64(res, i, 2);
-        w->covered = k->p->rollups && val_i64(res, i, 3) != 0;
-    }
-    PQclear(res);
-    k->prog.windows_total = k->nw;
-    /* no compaction drops them before this transaction ends */
-    char *names = malloc(k->nw ? k->nw * CP_HOT_NAME_LEN : 1);
-    if (!names) return pg_oom(r);
-    for (size_t i = 0; i < k->nw; i++) memcpy(names + i * CP_HOT_NAME_LEN, k->w[i].name, CP_HOT_NAME_LEN);
-    st = k->nw ? lock_tables(r, names, k->nw, CP_HOT_NAME_LEN) : CP_OK;
-    free(names);
-    return st;
-}
-
-static pgs_window *pgs_find(pgs_run *k, const char *name)
-{
-    for (size_t i = 0; i < k->nw; i++)
-        if (!strcmp(k->w[i].name, name)) return &k->w[i];
-    return NULL;
-}
-
-/* Windows whose entries were made with another idle list cannot answer hide_system. */
-static int pgs_foreign_fp(pgs_run *k)
-{
-    const cp_rollup_sel *sel = k->f->sel;
-    if (!k->p->rollups || !sel || !sel->hide_system) return CP_OK;
-    pg_stmt q;
-    int st = stmt_get(k->r,
-                      "SELECT DISTINCT tbl FROM hot_rollups WHERE cell >= $1::bigint AND cell < $2::bigint"
-                      " AND idle_fp <> $3::bigint",
-                      &q);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    par_i64(&p, k->p->a);
-    par_i64(&p, k->p->b);
-    par_i64(&p, sel->idle_fp);
-    PGresult *res = stmt_run(k->r, &q, &p, 0, "rollup lists");
-    stmt_put(k->r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    for (int i = 0; i < PQntuples(res); i++) {
-        pgs_window *w = pgs_find(k, PQgetvalue(res, i, 0));
-        if (w) w->covered = 0;
-    }
-    PQclear(res);
-    return CP_OK;
-}
-
-static int pgs_entries(pgs_run *k)
-{
-    pg_reader *r = k->r;
-    const cp_call_filter *f = k->f;
-    pg_params p = {0};
-    par_i64(&p, k->p->a);
-    par_i64(&p, k->p->b);
-    if (f->ns) par_text(&p, f->ns, strlen(f->ns));
-    pg_stmt q;
-    int st = stmt_get(r,
-                      f->ns ? "SELECT cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl,"
-                              " calls_count, sum_duration, sum_suspend_duration, sum_queue_wait_duration,"
-                              " sum_transactions, max_time, max_duration, max_calls, max_restart_time,"
-                              " max_trace_file_index, max_buffer_offset, max_record_index FROM hot_rollups"
-                              " WHERE cell >= $1::bigint AND cell < $2::bigint AND namespace = $3::text"
-                            : "SELECT cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl,"
-                              " calls_count, sum_duration, sum_suspend_duration, sum_queue_wait_duration,"
-                              " sum_transactions, max_time, max_duration, max_calls, max_restart_time,"
-                              " max_trace_file_index, max_buffer_offset, max_record_index FROM hot_rollups"
-                              " WHERE cell >= $1::bigint AND cell < $2::bigint",
-                      &q);
-    if (st != CP_OK) return st;
-    PGresult *res = stmt_run(r, &q, &p, 0, "rollups");
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    int n = PQntuples(res);
-    const pgs_window *last = NULL;
-    for (int i = 0; i < n; i++) {
-        const char *tbl = PQgetvalue(res, i, 7);
-        if (!last || strcmp(last->name, tbl) != 0) last = pgs_find(k, tbl);
-        if (!last || !last->covered) continue;
-        cp_rollup_entry e;
-        e.cell_ms = val_i64(res, i, 0);
-        e.ns = val_text(res, i, 1, &e.ns_len);
-        e.service = val_text(res, i, 2, &e.service_len);
-        e.pod = val_text(res, i, 3, &e.pod_len);
-        e.cls = (int32_t)val_i64(res, i, 4);
-        e.flags = (int32_t)val_i64(res, i, 5);
-        e.idle_fp = val_i64(res, i, 6);
-        e.n = val_i64(res, i, 8);
-        e.sum_duration = val_i64(res, i, 9);
-        e.sum_suspend = val_i64(res, i, 10);
-        e.sum_queue = val_i64(res, i, 11);
-        e.sum_transactions = val_i64(res, i, 12);
-        e.max.ts_ms = val_i64(res, i, 13);
-        e.max.duration_ms = (int32_t)val_i64(res, i, 14);
-        e.max.calls = (int32_t)val_i64(res, i, 15);
-        e.max.restart_ms = val_i64(res, i, 16);
-        e.max.trace_file_index = (int32_t)val_i64(res, i, 17);
-        e.max.buffer_offset = (int32_t)val_i64(res, i, 18);
-        e.max.record_index = (int32_t)val_i64(res, i, 19);
-        if (cp_stats_entry_matches(f, k->p, &e) != 1) continue;
-        cp_stats_add_entry(k->acc, &e, cp_pod_hash(e.ns, e.ns_len, e.pod, e.pod_len));
-        k->info->rollup_entries++;
-        r->emitted = 1;
-    }
-    PQclear(res);
-    return CP_OK;
-}
+    cp_buf needle; /* the folded method substring */
+} pgs_state;
 
 /* One scan of the current window through a cursor. 1 when the budget ran out. */
-static int pgs_scan(void *ud, const cp_call_filter *sub)
+static int pgs_scan(cp_rd_stats *k, const cp_call_filter *sub)
 {
-    pgs_run *k = ud;
-    pg_reader *r = k->r;
-    const pgs_window *w = k->cur;
+    pgs_state *ps = k->ud;
+    pg_reader *r = ps->r;
+    const cp_rd_window *w = k->cur;
     int64_t from = sub->from_ms > w->start ? sub->from_ms : w->start;
     int64_t to = sub->to_ms < w->end ? sub->to_ms : w->end;
     if (from >= to || sub->min_duration_ms > sub->max_duration_ms) return 0;
@@ -1534,7 +1375,7 @@ static int pgs_scan(void *ud, const cp_call_filter *sub)
                 c.method = val_text(res, i, 12, &c.method_len);
                 c.params_json = val_text(res, i, 13, &c.params_json_len);
                 if (sub->method_substr &&
-                    !cp_ci_contains(c.method, c.method_len, (const char *)k->needle.data, k->needle.len - 1))
+                    !cp_ci_contains(c.method, c.method_len, (const char *)ps->needle.data, ps->needle.len))
                     continue;
                 if (sub->match) {
                     cp_call_view v = {c.method, c.method_len, c.pod, c.pod_len, c.params_json, c.params_json_len};
@@ -1547,7 +1388,7 @@ static int pgs_scan(void *ud, const cp_call_filter *sub)
         }
         PQclear(res);
         if (over || n < PG_STATS_FETCH) break;
-        if ((st = pgs_progress(k, 0)) != CP_OK) break;
+        if ((st = cp_rd_stats_progress(k, 0)) != CP_OK) break;
     }
     int cst = pg_command(r, "CLOSE cp_stats", "close");
     if (st == CP_OK) st = cst;
@@ -1559,26 +1400,21 @@ static int pgs_scan(void *ud, const cp_call_filter *sub)
     return 0;
 }
 
+typedef struct pg_stats_arg {
+    pgs_state ps;
+    const cp_call_filter *f;
+    const cp_stats_plan *p;
+    cp_stats *acc;
+    cp_stats_info *info;
+} pg_stats_arg;
+
 static int stats_op(pg_reader *r, void *arg)
 {
-    pgs_run *k = arg;
-    free(k->w);
-    k->w = NULL;
-    k->nw = 0;
-    int st = pgs_windows(k);
-    if (st == CP_OK) st = pgs_foreign_fp(k);
-    int any = 0;
-    for (size_t i = 0; i < k->nw; i++) any |= k->w[i].covered;
-    if (st == CP_OK && any) st = pgs_entries(k);
-    for (size_t i = 0; st == CP_OK && i < k->nw && !k->info->partial; i++) {
-        k->cur = &k->w[i];
-        int x = cp_stats_scans(k->f, k->p, k->w[i].covered, pgs_scan, k);
-        if (x < 0) st = x;
-        k->prog.windows_done = i + 1;
-        if (st == CP_OK) st = pgs_progress(k, 0);
-    }
-    k->info->windows += k->nw;
-    (void)r;
+    pg_stats_arg *a = arg;
+    cp_rd_ctx x = {r->sqldb, &r->emitted, &r->retry, r->err, sizeof r->err};
+    cp_rd_stats k = {.x = &x, .f = a->f, .p = a->p, .acc = a->acc, .info = a->info, .scan = pgs_scan, .ud = &a->ps};
+    int st = cp_rd_stats_run(&k, 1);
+    free(k.w);
     return st;
 }
 
@@ -1588,19 +1424,12 @@ static int pg_stats(cp_reader *base, const cp_call_filter *f, const cp_stats_pla
     pg_reader *r = (pg_reader *)base;
     if (!utf8_ok0(f->ns) || !utf8_ok0(f->service) || !utf8_ok0(f->pod) || (f->ns_limited && f->nns_in == 0))
         return CP_OK; /* nothing can match */
-    pgs_run k;
-    memset(&k, 0, sizeof k);
-    k.r = r;
-    k.f = f;
-    k.p = p;
-    k.acc = acc;
-    k.info = info;
-    cp_buf_init(&k.needle);
-    if (f->method_substr && cp_rd_fold_into(&k.needle, f->method_substr, strlen(f->method_substr)) != CP_OK)
+    pg_stats_arg a = {{r, {0}}, f, p, acc, info};
+    cp_buf_init(&a.ps.needle);
+    if (f->method_substr && cp_rd_fold_into(&a.ps.needle, f->method_substr, strlen(f->method_substr)) != CP_OK)
         return pg_oom(r);
-    int st = run_op(r, stats_op, &k);
-    free(k.w);
-    cp_buf_free(&k.needle);
+    int st = run_op(r, stats_op, &a);
+    cp_buf_free(&a.ps.needle);
     return st;
 }
 

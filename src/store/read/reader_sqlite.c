@@ -9,8 +9,10 @@
  * are seen at the same snapshot. A window's late batches (calls_<suffix>_<n>, made for
  * calls that arrived after a compactor claimed it) are window tables like any other.
  *
- * Cold files (cold_files): cold_list.c's listing, shared with the PostgreSQL reader, on
- * this reader's connection. bounds covers both tiers.
+ * Written once for both readers, over sqldb.h on this reader's connection
+ * (cp_sqldb_wrap_sqlite): cold files (cold_list.c), pods, words, bounds (lookups.c; bounds
+ * covers both tiers), and the stats' windows and rollup entries (hot_stats.c; the stats
+ * scan is st_scan here).
  *
  * Order (cp_sort_key): the sort column in its direction, then time DESC, restart_time
  * DESC, pod_hash DESC, trace_file_index DESC, buffer_offset DESC, record_index DESC.
@@ -31,7 +33,7 @@
 #include <stdlib.h>
 
 #define RD_CACHE 64
-#define RD_MAX_WINDOWS 8192
+#define RD_MAX_WINDOWS CP_RD_MAX_WINDOWS
 #define RD_MAX_LIMIT 100000
 #define RD_MATCH_PTR "cp_hot_match"
 #define RD_NS_PTR "cp_hot_ns_set" /* a cp_call_filter whose ns_in cp_ns_ok() checks */
@@ -897,106 +899,13 @@ static int rd_cold_files(cp_reader *base, const cp_cold_query *q, cp_cold_file_f
     return st;
 }
 
-/* ---- stats (cp_stats.h) ------------------------------------------------------------------------ */
+/* ---- stats (cp_stats.h): hot_stats.c, with this scan ----------------------------------------- */
 
-/* A window of the stats: its table, time span, and whether its rollups count. */
-typedef struct st_window {
-    char name[CP_HOT_NAME_LEN];
-    int64_t start, end, rows;
-    int covered;
-} st_window;
-
-typedef struct st_run {
+/* The scan's state: the cp_match() context. */
+typedef struct st_scan_state {
     sqlite_reader *r;
-    const cp_call_filter *f;
-    const cp_stats_plan *p;
-    cp_stats *acc;
-    cp_stats_info *info;
-    st_window *w;
-    size_t nw;
-    const st_window *cur;             /* the window a scan runs on */
     rd_match m;
-    cp_progress prog;
-} st_run;
-
-/* Progress; extra = rows of the running scan not yet in info->scanned. */
-static int st_progress(st_run *k, uint64_t extra)
-{
-    const cp_call_filter *f = k->f;
-    k->prog.scanned = k->info->scanned + extra;
-    if (f->progress && f->progress(f->progress_ud, &k->prog)) {
-        snprintf(k->r->err, sizeof k->r->err, "cancelled");
-        return CP_EABORT;
-    }
-    return CP_OK;
-}
-
-/* The windows overlapping the range that have rows. */
-static int st_windows(st_run *k)
-{
-    sqlite_reader *r = k->r;
-    rd_stmt q;
-    int st = stmt_get(r,
-                      r->rollups ? "SELECT table_name, start_time, end_time, rows_count, rollup FROM inventory"
-                                   " WHERE table_type = 'calls' AND status IN ('ready', 'persisting') AND rows_count > 0"
-                                   " AND start_time < ?2 AND end_time > ?1 ORDER BY start_time"
-                                 : "SELECT table_name, start_time, end_time, rows_count, 0 FROM inventory"
-                                   " WHERE table_type = 'calls' AND status IN ('ready', 'persisting') AND rows_count > 0"
-                                   " AND start_time < ?2 AND end_time > ?1 ORDER BY start_time",
-                      &q);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(q.st, 1, k->f->from_ms);
-    sqlite3_bind_int64(q.st, 2, k->f->to_ms);
-    size_t cap = 0;
-    int rc;
-    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(q.st, 0);
-        if (!name || !cp_hot_calls_name_ok(name)) continue;
-        if (k->nw == RD_MAX_WINDOWS) {
-            snprintf(r->err, sizeof r->err, "the time range spans more than %d windows", RD_MAX_WINDOWS);
-            st = CP_ELIMIT;
-            break;
-        }
-        if (cp_grow((void **)&k->w, &cap, k->nw + 1, sizeof *k->w, 16) != CP_OK) {
-            st = rd_oom(r);
-            break;
-        }
-        st_window *w = &k->w[k->nw++];
-        memset(w, 0, sizeof *w);
-        snprintf(w->name, sizeof w->name, "%s", name);
-        w->start = sqlite3_column_int64(q.st, 1);
-        w->end = sqlite3_column_int64(q.st, 2);
-        w->rows = sqlite3_column_int64(q.st, 3);
-        w->covered = k->p->rollups && sqlite3_column_int(q.st, 4) != 0;
-    }
-    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "list windows");
-    stmt_put(r, &q, st == CP_OK);
-    k->prog.windows_total = k->nw;
-    return st;
-}
-
-/* Windows whose entries were made with another idle list cannot answer hide_system. */
-static int st_foreign_fp(st_run *k)
-{
-    const cp_rollup_sel *sel = k->f->sel;
-    if (!k->p->rollups || !sel || !sel->hide_system) return CP_OK;
-    rd_stmt q;
-    int st = stmt_get(k->r, "SELECT DISTINCT tbl FROM hot_rollups WHERE cell >= ?1 AND cell < ?2 AND idle_fp <> ?3",
-                      &q);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(q.st, 1, k->p->a);
-    sqlite3_bind_int64(q.st, 2, k->p->b);
-    sqlite3_bind_int64(q.st, 3, sel->idle_fp);
-    int rc;
-    while ((rc = sqlite3_step(q.st)) == SQLITE_ROW) {
-        const char *t = (const char *)sqlite3_column_text(q.st, 0);
-        for (size_t i = 0; t && i < k->nw; i++)
-            if (!strcmp(k->w[i].name, t)) k->w[i].covered = 0;
-    }
-    if (rc != SQLITE_DONE) st = rd_fail(k->r, "rollup lists");
-    stmt_put(k->r, &q, st == CP_OK);
-    return st;
-}
+} st_scan_state;
 
 static const char *st_text(sqlite3_stmt *s, int i, size_t *len)
 {
@@ -1005,75 +914,13 @@ static const char *st_text(sqlite3_stmt *s, int i, size_t *len)
     return p ? p : "";
 }
 
-/* The entries of the covered windows' cells [a, b). */
-static int st_entries(st_run *k)
-{
-    sqlite_reader *r = k->r;
-    const cp_call_filter *f = k->f;
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql,
-                      "SELECT cell, namespace, service_name, pod_name, duration_class, flags, idle_fp, tbl,"
-                      " calls_count, sum_duration, sum_suspend_duration, sum_queue_wait_duration, sum_transactions,"
-                      " max_time, max_duration, max_calls, max_restart_time, max_trace_file_index,"
-                      " max_buffer_offset, max_record_index FROM hot_rollups WHERE cell >= ?1 AND cell < ?2%s",
-                      f->ns ? " AND namespace = ?3" : "") != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return rd_oom(r);
-    rd_stmt q;
-    int st = stmt_get(r, (const char *)r->sql.data, &q);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(q.st, 1, k->p->a);
-    sqlite3_bind_int64(q.st, 2, k->p->b);
-    if (f->ns) sqlite3_bind_text(q.st, 3, f->ns, -1, SQLITE_STATIC);
-    int rc;
-    char last_tbl[CP_HOT_NAME_LEN] = "";
-    int last_cov = 0;
-    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
-        sqlite3_stmt *s = q.st;
-        const char *tbl = (const char *)sqlite3_column_text(s, 7);
-        if (!tbl) continue;
-        if (strcmp(last_tbl, tbl) != 0) { /* the window of the entry: its coverage */
-            last_cov = 0;
-            for (size_t i = 0; i < k->nw; i++)
-                if (!strcmp(k->w[i].name, tbl)) last_cov = k->w[i].covered;
-            snprintf(last_tbl, sizeof last_tbl, "%s", tbl);
-        }
-        if (!last_cov) continue;
-        cp_rollup_entry e;
-        e.cell_ms = sqlite3_column_int64(s, 0);
-        e.ns = st_text(s, 1, &e.ns_len);
-        e.service = st_text(s, 2, &e.service_len);
-        e.pod = st_text(s, 3, &e.pod_len);
-        e.cls = sqlite3_column_int(s, 4);
-        e.flags = sqlite3_column_int(s, 5);
-        e.idle_fp = sqlite3_column_int64(s, 6);
-        e.n = sqlite3_column_int64(s, 8);
-        e.sum_duration = sqlite3_column_int64(s, 9);
-        e.sum_suspend = sqlite3_column_int64(s, 10);
-        e.sum_queue = sqlite3_column_int64(s, 11);
-        e.sum_transactions = sqlite3_column_int64(s, 12);
-        e.max.ts_ms = sqlite3_column_int64(s, 13);
-        e.max.duration_ms = sqlite3_column_int(s, 14);
-        e.max.calls = sqlite3_column_int(s, 15);
-        e.max.restart_ms = sqlite3_column_int64(s, 16);
-        e.max.trace_file_index = sqlite3_column_int(s, 17);
-        e.max.buffer_offset = sqlite3_column_int(s, 18);
-        e.max.record_index = sqlite3_column_int(s, 19);
-        if (cp_stats_entry_matches(f, k->p, &e) != 1) continue;
-        cp_stats_add_entry(k->acc, &e, cp_pod_hash(e.ns, e.ns_len, e.pod, e.pod_len));
-        k->info->rollup_entries++;
-    }
-    if (st == CP_OK && rc != SQLITE_DONE) st = rd_fail(r, "rollups");
-    stmt_put(r, &q, st == CP_OK);
-    return st;
-}
-
 /* One scan of the current window: the calls of sub, counted into acc. */
-static int st_scan(void *ud, const cp_call_filter *sub)
+static int st_scan(cp_rd_stats *k, const cp_call_filter *sub)
 {
-    st_run *k = ud;
-    sqlite_reader *r = k->r;
-    const st_window *w = k->cur;
+    st_scan_state *ss = k->ud;
+    sqlite_reader *r = ss->r;
+    rd_match *m = &ss->m;
+    const cp_rd_window *w = k->cur;
     int64_t from = sub->from_ms > w->start ? sub->from_ms : w->start;
     int64_t to = sub->to_ms < w->end ? sub->to_ms : w->end;
     if (from >= to || sub->min_duration_ms > sub->max_duration_ms) return 0;
@@ -1113,10 +960,10 @@ static int st_scan(void *ud, const cp_call_filter *sub)
     sqlite3_bind_int64(q.st, 6, sub->min_duration_ms);
     sqlite3_bind_int64(q.st, 7, sub->max_duration_ms);
     /* the budget is the filter's, over every scan of the stats */
-    k->m.max_scan = sub->max_scan ? (sub->max_scan > k->info->scanned ? sub->max_scan - k->info->scanned : 1) : 0;
-    k->m.scanned = 0;
-    k->m.over = 0;
-    if (use_fn) sqlite3_bind_pointer(q.st, 8, &k->m, RD_MATCH_PTR, NULL);
+    m->max_scan = sub->max_scan ? (sub->max_scan > k->info->scanned ? sub->max_scan - k->info->scanned : 1) : 0;
+    m->scanned = 0;
+    m->over = 0;
+    if (use_fn) sqlite3_bind_pointer(q.st, 8, m, RD_MATCH_PTR, NULL);
     if (sub->ns_limited) sqlite3_bind_pointer(q.st, 9, (void *)sub, RD_NS_PTR, NULL);
     int rc;
     uint64_t rows = 0;
@@ -1124,7 +971,7 @@ static int st_scan(void *ud, const cp_call_filter *sub)
         sqlite3_stmt *s = q.st;
         rows++;
         if (!use_fn && sub->max_scan && k->info->scanned + rows > sub->max_scan) {
-            k->m.over = 1;
+            m->over = 1;
             break;
         }
         cp_call c;
@@ -1143,49 +990,35 @@ static int st_scan(void *ud, const cp_call_filter *sub)
         c.pod = st_text(s, 11, &c.pod_len);
         cp_stats_add_call(k->acc, &c);
         k->info->scanned_calls++;
-        if ((rows & 0xffff) == 0 && (st = st_progress(k, use_fn ? k->m.scanned : rows)) != CP_OK) break;
+        if ((rows & 0xffff) == 0 && (st = cp_rd_stats_progress(k, use_fn ? m->scanned : rows)) != CP_OK) break;
     }
-    k->info->scanned += use_fn ? k->m.scanned : rows;
-    if (st == CP_OK && rc != SQLITE_DONE && rc != SQLITE_ROW && !k->m.over) st = rd_fail(r, "stats scan");
-    if (k->m.over) k->info->partial = 1;
+    k->info->scanned += use_fn ? m->scanned : rows;
+    if (st == CP_OK && rc != SQLITE_DONE && rc != SQLITE_ROW && !m->over) st = rd_fail(r, "stats scan");
+    if (m->over) k->info->partial = 1;
     stmt_put(r, &q, st == CP_OK);
-    return st != CP_OK ? st : k->m.over ? 1 : 0;
+    return st != CP_OK ? st : m->over ? 1 : 0;
 }
 
 static int rd_stats(cp_reader *base, const cp_call_filter *f, const cp_stats_plan *p, cp_stats *acc,
                     cp_stats_info *info)
 {
     sqlite_reader *r = (sqlite_reader *)base;
-    st_run k;
-    memset(&k, 0, sizeof k);
-    k.r = r;
-    k.f = f;
-    k.p = p;
-    k.acc = acc;
-    k.info = info;
-    k.m.match = f->match;
-    k.m.ud = f->match_ud;
+    st_scan_state ss;
+    memset(&ss, 0, sizeof ss);
+    ss.r = r;
+    ss.m.match = f->match;
+    ss.m.ud = f->match_ud;
     if (f->method_substr) {
         size_t n = strlen(f->method_substr);
         if (cp_rd_fold_into(&r->needle, f->method_substr, n) != CP_OK) return rd_oom(r);
-        k.m.needle = (const char *)r->needle.data;
-        k.m.needle_len = n;
+        ss.m.needle = (const char *)r->needle.data;
+        ss.m.needle_len = n;
     }
     int st = txn_begin(r);
     if (st != CP_OK) return st;
-    st = st_windows(&k);
-    if (st == CP_OK && r->rollups) st = st_foreign_fp(&k);
-    int any = 0;
-    for (size_t i = 0; i < k.nw; i++) any |= k.w[i].covered;
-    if (st == CP_OK && any) st = st_entries(&k);
-    for (size_t i = 0; st == CP_OK && i < k.nw && !info->partial; i++) {
-        k.cur = &k.w[i];
-        int r2 = cp_stats_scans(f, p, k.w[i].covered, st_scan, &k);
-        if (r2 < 0) st = r2;
-        k.prog.windows_done = i + 1;
-        if (st == CP_OK) st = st_progress(&k, 0);
-    }
-    info->windows += k.nw;
+    cp_rd_ctx x = ctx_of(r);
+    cp_rd_stats k = {.x = &x, .f = f, .p = p, .acc = acc, .info = info, .scan = st_scan, .ud = &ss};
+    st = cp_rd_stats_run(&k, r->rollups);
     txn_end(r);
     free(k.w);
     return st;
