@@ -1,8 +1,9 @@
 /* sqldb_test.c -- the SQL layer both catalogs share (src/store/sql/sqldb.h), on SQLite and
  * (as sqldb_test@pg-s3) on PostgreSQL: values in and out, the statement cache (a row
  * callback running the same statement again, more statements than the cache holds, a
- * table changed under a cached statement), wrapping a connection its owner keeps, and
- * which text each database takes as it is.
+ * table changed under a cached statement), wrapping a connection its owner keeps,
+ * statements taken from the cache and stepped directly (SQLite), and which text each
+ * database takes as it is.
  *
  * CP_TEST_BOTH_PAIRS */
 #include "pair_util.h"
@@ -244,6 +245,48 @@ static void test_wrap(void **state)
     fixture_close(&fx);
 }
 
+/* ---- statements stepped directly (SQLite) ----------------------------------------------------- */
+
+/* SQLite code takes a statement from the same cache exec uses, steps it, and gives it
+ * back; two taken at once are two statements. PostgreSQL has none to give. */
+static void test_stmt_take(void **state)
+{
+    (void)state;
+    fixture fx;
+    fixture_open(&fx);
+    cp_sqldb_stmt a, b;
+    if (cp_sqldb_is_pg(fx.db)) {
+        assert_int_equal(cp_sqldb_stmt_take(fx.db, "SELECT 1", &a), CP_EINVAL);
+        assert_null(a.st);
+        fixture_close(&fx);
+        return;
+    }
+    run(fx.db, "CREATE TABLE s (v INTEGER)");
+    run(fx.db, "INSERT INTO s (v) VALUES (1), (2), (3)");
+    int64_t got = -1;
+    assert_int_equal(cp_sqldb_exec(fx.db, "SELECT v FROM s ORDER BY v", NULL, 0, on_one, &got, NULL), CP_OK);
+    assert_int_equal(cp_sqldb_stmt_take(fx.db, "SELECT v FROM s ORDER BY v", &a), CP_OK);
+    assert_int_equal(cp_sqldb_stmt_take(fx.db, "SELECT v FROM s ORDER BY v", &b), CP_OK);
+    assert_ptr_not_equal(a.st, b.st);
+    assert_int_equal(sqlite3_step(a.st), SQLITE_ROW);
+    assert_int_equal(sqlite3_step(b.st), SQLITE_ROW);
+    assert_int_equal(sqlite3_step(a.st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int64(a.st, 0), 2);
+    assert_int_equal(sqlite3_column_int64(b.st, 0), 1);
+    cp_sqldb_stmt_give(fx.db, &a, 1);
+    cp_sqldb_stmt_give(fx.db, &b, 0); /* failed: finalized, not cached */
+    assert_null(a.st);
+    assert_null(b.st);
+    /* the one given back starts over */
+    assert_int_equal(cp_sqldb_stmt_take(fx.db, "SELECT v FROM s ORDER BY v", &a), CP_OK);
+    assert_int_equal(sqlite3_step(a.st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int64(a.st, 0), 1);
+    cp_sqldb_stmt_give(fx.db, &a, 1);
+    assert_true(cp_sqldb_stmt_take(fx.db, "SELECT nope FROM s", &a) < 0);
+    assert_true(strlen(cp_sqldb_errmsg(fx.db)) > 0);
+    fixture_close(&fx);
+}
+
 /* ---- text each database takes ------------------------------------------------------------------ */
 
 static void test_text_ok(void **state)
@@ -266,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_cache),
         cmocka_unit_test(test_wrap),
+        cmocka_unit_test(test_stmt_take),
         cmocka_unit_test(test_text_ok),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,8 +19,8 @@
  * pod_hash is compared as the signed 64-bit integer SQLite stores. Text compares by
  * bytes (BINARY), shorter first on a common prefix.
  *
- * Bounds: at most RD_MAX_WINDOWS windows per search, limit at most RD_MAX_LIMIT, RD_CACHE
- * prepared statements kept per reader.
+ * Bounds: at most RD_MAX_WINDOWS windows per search, limit at most RD_MAX_LIMIT; prepared
+ * statements are kept in the connection's sqldb cache (64).
  */
 #include "query/cp_query.h"
 #include "store/cp_hot.h"
@@ -32,26 +32,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define RD_CACHE 64
 #define RD_MAX_WINDOWS CP_RD_MAX_WINDOWS
 #define RD_MAX_LIMIT 100000
 #define RD_MATCH_PTR "cp_hot_match"
 #define RD_NS_PTR "cp_hot_ns_set" /* a cp_call_filter whose ns_in cp_ns_ok() checks */
 
-/* A prepared statement and its SQL text (the cache key). */
-typedef struct rd_stmt {
-    uint64_t hash;
-    char *sql;
-    sqlite3_stmt *st;
-    uint64_t used;
-} rd_stmt;
+/* A prepared statement from the connection's cache (sqldb.h cp_sqldb_stmt_take). */
+typedef cp_sqldb_stmt rd_stmt;
 
 typedef struct sqlite_reader {
     cp_reader base; /* first: the interface pointer is the object pointer */
     sqlite3 *db;
-    rd_stmt cache[RD_CACHE]; /* statements not in use */
-    size_t ncache;
-    uint64_t tick;
     cp_buf sql;              /* scratch for SQL text */
     cp_buf needle;           /* lower-cased method substring */
     int cold;                /* the catalog has the cold tier's tables (migration 3) */
@@ -73,66 +64,20 @@ static int rd_oom(sqlite_reader *r)
     return CP_ENOMEM;
 }
 
-/* ---- statement cache ------------------------------------------------------------------------ */
-
-static uint64_t fnv64(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
-    return h;
-}
+/* ---- statements: the connection's sqldb cache ------------------------------------------------ */
 
 /* Takes the statement for sql out of the cache, or prepares it. */
 static int stmt_get(sqlite_reader *r, const char *sql, rd_stmt *out)
 {
-    uint64_t h = fnv64(sql);
-    for (size_t i = 0; i < r->ncache; i++) {
-        if (r->cache[i].hash == h && !strcmp(r->cache[i].sql, sql)) {
-            *out = r->cache[i];
-            r->cache[i] = r->cache[--r->ncache];
-            return CP_OK;
-        }
-    }
-    memset(out, 0, sizeof *out);
-    out->hash = h;
-    out->sql = strdup(sql);
-    if (!out->sql) return rd_oom(r);
-    if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &out->st, NULL) != SQLITE_OK) {
-        int st = rd_fail(r, "prepare");
-        sqlite3_finalize(out->st);
-        free(out->sql);
-        memset(out, 0, sizeof *out);
-        return st;
-    }
-    return CP_OK;
+    int st = cp_sqldb_stmt_take(r->sqldb, sql, out);
+    if (st != CP_OK) snprintf(r->err, sizeof r->err, "%s", cp_sqldb_errmsg(r->sqldb));
+    return st;
 }
 
-/* Gives a statement back: reset and cached (the least recently used one is dropped when
- * the cache is full), or finalized if it failed (its table may be gone). */
-static void stmt_put(sqlite_reader *r, rd_stmt *q, int ok)
-{
-    if (!q->sql) return;
-    sqlite3_reset(q->st);
-    sqlite3_clear_bindings(q->st);
-    if (!ok) {
-        sqlite3_finalize(q->st);
-        free(q->sql);
-    } else {
-        if (r->ncache == RD_CACHE) {
-            size_t lru = 0;
-            for (size_t i = 1; i < r->ncache; i++)
-                if (r->cache[i].used < r->cache[lru].used) lru = i;
-            sqlite3_finalize(r->cache[lru].st);
-            free(r->cache[lru].sql);
-            r->cache[lru] = r->cache[--r->ncache];
-        }
-        q->used = ++r->tick;
-        r->cache[r->ncache++] = *q;
-    }
-    memset(q, 0, sizeof *q);
-}
+/* Gives a statement back: reset and cached, or finalized if it failed (its table may be
+ * gone). */
+static void stmt_put(sqlite_reader *r, rd_stmt *q, int ok) { cp_sqldb_stmt_give(r->sqldb, q, ok); }
 
-/* The read transaction around one operation: one snapshot for every window. */
 static int txn_begin(sqlite_reader *r)
 {
     if (r->depth++ > 0) return CP_OK; /* inside a snapshot (rd_snapshot) */
@@ -1031,11 +976,7 @@ static const char *rd_errmsg(const cp_reader *base) { return ((const sqlite_read
 static void rd_close(cp_reader *base)
 {
     sqlite_reader *r = (sqlite_reader *)base;
-    for (size_t i = 0; i < r->ncache; i++) {
-        sqlite3_finalize(r->cache[i].st);
-        free(r->cache[i].sql);
-    }
-    cp_sqldb_close(r->sqldb);
+    cp_sqldb_close(r->sqldb); /* its statements before the connection */
     sqlite3_close(r->db);
     cp_buf_free(&r->sql);
     cp_buf_free(&r->needle);

@@ -93,4 +93,22 @@ const char *cp_sqldb_errmsg(const cp_sqldb *db);
  * (PostgreSQL: a table dropped under the snapshot, a deadlock, a serialization failure). */
 int cp_sqldb_retryable(const cp_sqldb *db);
 
+/* ---- SQLite only: statements stepped directly, from the connection's cache ------------------- */
+
+struct sqlite3_stmt;
+
+/* A prepared statement taken from a SQLite connection's cache (the same cache exec uses). */
+typedef struct cp_sqldb_stmt {
+    struct sqlite3_stmt *st; /* NULL: none */
+    char *sql;               /* the cache key, owned while taken */
+    uint64_t hash, used;
+} cp_sqldb_stmt;
+
+/* The statement for sql, taken out of the cache (so nothing else uses it meanwhile) or
+ * prepared. CP_EINVAL on PostgreSQL. On failure cp_sqldb_errmsg() says why. */
+int cp_sqldb_stmt_take(cp_sqldb *db, const char *sql, cp_sqldb_stmt *out);
+/* Gives it back: reset into the cache (the least recently used one dropped when full), or
+ * finalized when !ok (it failed: its table may be gone). *s is cleared. */
+void cp_sqldb_stmt_give(cp_sqldb *db, cp_sqldb_stmt *s, int ok);
+
 #endif

@@ -4,7 +4,8 @@
  *
  * Statements are kept prepared (STMT_CACHE of them, by SQL text, the least recently
  * used one replaced): the same few statements run again and again, and preparing one
- * costs more than running a point lookup. */
+ * costs more than running a point lookup. SQLite-only code on a wrapped connection (the
+ * reader's searches) takes its statements from the same cache (cp_sqldb_stmt_take). */
 #include "store/sql/sqldb_internal.h"
 
 #include <sqlite3.h>
@@ -13,19 +14,13 @@
 #include <string.h>
 
 #define BUSY_TIMEOUT_MS 10000
-#define STMT_CACHE 32
-
-typedef struct sq_stmt {
-    char *sql;
-    sqlite3_stmt *st;
-    uint64_t used;
-} sq_stmt;
+#define STMT_CACHE 64
 
 typedef struct sq_db {
     cp_sqldb base; /* first */
     sqlite3 *db;
     int borrowed; /* cp_sqldb_wrap_sqlite: the owner closes db */
-    sq_stmt cache[STMT_CACHE];
+    cp_sqldb_stmt cache[STMT_CACHE];
     size_t ncache;
     uint64_t tick;
 } sq_db;
@@ -65,35 +60,46 @@ static int bind_all(sq_db *d, sqlite3_stmt *s, const cp_sql_val *p, size_t np)
 
 #define COLS_MAX 64
 
-/* A prepared statement for sql, from the cache (taken out of it while in use: a row
- * callback may run another statement, even the same one) or new. */
-static sqlite3_stmt *stmt_get(sq_db *d, const char *sql)
+static uint64_t fnv64(const char *s)
 {
-    for (size_t i = 0; i < d->ncache; i++)
-        if (!strcmp(d->cache[i].sql, sql)) {
-            sqlite3_stmt *s = d->cache[i].st;
-            free(d->cache[i].sql);
-            d->cache[i] = d->cache[--d->ncache];
-            return s;
-        }
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v3(d->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) != SQLITE_OK) {
-        sqlite3_finalize(s);
-        return NULL;
-    }
-    return s;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+    return h;
 }
 
-/* Back into the cache, reset (one whose last step failed is dropped: reset reports it). */
-static void stmt_put(sq_db *d, const char *sql, sqlite3_stmt *s)
+/* Taken out of the cache while in use: a row callback may run another statement, even the
+ * same one. */
+static int stmt_take(sq_db *d, const char *sql, cp_sqldb_stmt *out)
 {
-    if (sqlite3_reset(s) != SQLITE_OK || sqlite3_clear_bindings(s) != SQLITE_OK) {
-        sqlite3_finalize(s);
-        return;
+    uint64_t h = fnv64(sql);
+    for (size_t i = 0; i < d->ncache; i++)
+        if (d->cache[i].hash == h && !strcmp(d->cache[i].sql, sql)) {
+            *out = d->cache[i];
+            d->cache[i] = d->cache[--d->ncache];
+            return CP_OK;
+        }
+    *out = (cp_sqldb_stmt){NULL, strdup(sql), h, 0};
+    if (!out->sql) {
+        snprintf(d->base.err, sizeof d->base.err, "out of memory");
+        return CP_ENOMEM;
     }
-    char *copy = strdup(sql);
-    if (!copy) {
-        sqlite3_finalize(s);
+    if (sqlite3_prepare_v3(d->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &out->st, NULL) != SQLITE_OK) {
+        int st = fail(d, "prepare");
+        sqlite3_finalize(out->st);
+        free(out->sql);
+        *out = (cp_sqldb_stmt){0};
+        return st;
+    }
+    return CP_OK;
+}
+
+static void stmt_give(sq_db *d, cp_sqldb_stmt *s, int ok)
+{
+    if (!s->st) return;
+    if (!ok || sqlite3_reset(s->st) != SQLITE_OK || sqlite3_clear_bindings(s->st) != SQLITE_OK) {
+        sqlite3_finalize(s->st);
+        free(s->sql);
+        *s = (cp_sqldb_stmt){0};
         return;
     }
     if (d->ncache == STMT_CACHE) {
@@ -104,7 +110,9 @@ static void stmt_put(sq_db *d, const char *sql, sqlite3_stmt *s)
         free(d->cache[lru].sql);
         d->cache[lru] = d->cache[--d->ncache];
     }
-    d->cache[d->ncache++] = (sq_stmt){copy, s, ++d->tick};
+    s->used = ++d->tick;
+    d->cache[d->ncache++] = *s;
+    *s = (cp_sqldb_stmt){0};
 }
 
 static void cache_clear(sq_db *d)
@@ -120,9 +128,11 @@ static int sq_exec(cp_sqldb *base, const char *sql, const cp_sql_val *p, size_t 
                    int64_t *changes)
 {
     sq_db *d = (sq_db *)base;
-    sqlite3_stmt *s = stmt_get(d, sql);
-    if (!s) return fail(d, "prepare");
-    int st = bind_all(d, s, p, np);
+    cp_sqldb_stmt cs;
+    int st = stmt_take(d, sql, &cs);
+    if (st != CP_OK) return st;
+    sqlite3_stmt *s = cs.st;
+    st = bind_all(d, s, p, np);
     int ncols = sqlite3_column_count(s);
     if (ncols > COLS_MAX) {
         snprintf(d->base.err, sizeof d->base.err, "too many result columns");
@@ -156,7 +166,7 @@ static int sq_exec(cp_sqldb *base, const char *sql, const cp_sql_val *p, size_t 
     }
     if (st == CP_OK && rc != SQLITE_DONE) st = fail(d, "step");
     if (st == CP_OK && changes) *changes = sqlite3_changes64(d->db);
-    stmt_put(d, sql, s);
+    stmt_give(d, &cs, 1); /* a reset that fails (the step failed) drops it */
     return st;
 }
 
@@ -249,4 +259,20 @@ int cp_sqldb_wrap_sqlite(struct sqlite3 *conn, cp_sqldb **out)
     d->db = conn;
     d->borrowed = 1;
     return CP_OK;
+}
+
+int cp_sqldb_stmt_take(cp_sqldb *db, const char *sql, cp_sqldb_stmt *out)
+{
+    *out = (cp_sqldb_stmt){0};
+    if (db->pg) {
+        snprintf(db->err, sizeof db->err, "not a SQLite connection");
+        return CP_EINVAL;
+    }
+    db->err[0] = 0;
+    return stmt_take((sq_db *)db, sql, out);
+}
+
+void cp_sqldb_stmt_give(cp_sqldb *db, cp_sqldb_stmt *s, int ok)
+{
+    if (!db->pg) stmt_give((sq_db *)db, s, ok);
 }
