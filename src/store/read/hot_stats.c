@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOCK_CHUNK 256 /* tables per LOCK statement */
-
 int cp_rd_stats_progress(cp_rd_stats *k, uint64_t extra)
 {
     const cp_call_filter *f = k->f;
@@ -60,38 +58,15 @@ static int row_window(void *ud, const cp_sql_val *c, size_t n)
     return CP_OK;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(((const cp_rd_window *)a)->name, ((const cp_rd_window *)b)->name);
-}
-
-/* PostgreSQL: ACCESS SHARE locks on the windows' tables, in name order (every reader takes
- * them in that order), until the transaction ends. */
+/* PostgreSQL: the windows' tables locked until the transaction ends. */
 static int lock_windows(cp_rd_stats *k)
 {
     if (!cp_sqldb_is_pg(k->x->db) || !k->nw) return CP_OK;
-    cp_rd_window *sorted = malloc(k->nw * sizeof *sorted);
-    if (!sorted) return cp_rd_oom(k->x);
-    memcpy(sorted, k->w, k->nw * sizeof *sorted);
-    qsort(sorted, k->nw, sizeof *sorted, name_cmp);
-    cp_buf sql;
-    cp_buf_init(&sql);
-    int st = CP_OK;
-    for (size_t i = 0; st == CP_OK && i < k->nw; i += LOCK_CHUNK) {
-        cp_buf_reset(&sql);
-        st = cp_buf_puts(&sql, "LOCK TABLE ");
-        for (size_t j = i; st == CP_OK && j < k->nw && j < i + LOCK_CHUNK; j++)
-            st = cp_buf_printf(&sql, "%s%s", j > i ? ", " : "", sorted[j].name);
-        if (st == CP_OK) st = cp_buf_puts(&sql, " IN ACCESS SHARE MODE");
-        if (st == CP_OK) st = cp_buf_putc(&sql, 0);
-        if (st != CP_OK) {
-            st = cp_rd_oom(k->x);
-            break;
-        }
-        st = cp_rd_exec(k->x, (const char *)sql.data, NULL, 0, NULL, NULL, "lock windows");
-    }
-    cp_buf_free(&sql);
-    free(sorted);
+    char(*names)[CP_HOT_NAME_LEN] = malloc(k->nw * sizeof *names);
+    if (!names) return cp_rd_oom(k->x);
+    for (size_t i = 0; i < k->nw; i++) memcpy(names[i], k->w[i].name, CP_HOT_NAME_LEN);
+    int st = cp_rd_lock_tables(k->x, names, k->nw);
+    free(names);
     return st;
 }
 

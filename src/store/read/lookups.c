@@ -1,6 +1,7 @@
 /* lookups.c -- the readers' small operations, written once for both catalogs over sqldb.h
- * (reader_internal.h cp_rd_ctx): the pods of a range, dictionary words by position, and
- * the time bounds of both tiers. Names are ordered bytewise on both databases. */
+ * (reader_internal.h cp_rd_ctx): the pods of a range, dictionary words by position, the
+ * time bounds of both tiers, a call by its reference (with its trace), and PostgreSQL's
+ * table locks. Names are ordered bytewise on both databases. */
 #include "store/hot/hot_internal.h"
 #include "store/read/reader_internal.h"
 
@@ -259,4 +260,171 @@ int cp_rd_bounds(const cp_rd_ctx *x, int has_cold, int64_t *min_ts, int64_t *max
     }
     if (has_min) *min_ts = lo, *max_ts = hi;
     return CP_OK;
+}
+
+/* ---- table locks (PostgreSQL) ----------------------------------------------------------------- */
+
+#define LOCK_CHUNK 256 /* tables per LOCK statement */
+
+static int name_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+int cp_rd_lock_tables(const cp_rd_ctx *x, char (*names)[CP_HOT_NAME_LEN], size_t n)
+{
+    if (!cp_sqldb_is_pg(x->db) || !n) return CP_OK;
+    qsort(names, n, CP_HOT_NAME_LEN, name_cmp);
+    cp_buf sql;
+    cp_buf_init(&sql);
+    int st = CP_OK;
+    for (size_t i = 0; st == CP_OK && i < n; i += LOCK_CHUNK) {
+        cp_buf_reset(&sql);
+        st = cp_buf_puts(&sql, "LOCK TABLE ");
+        for (size_t j = i; st == CP_OK && j < n && j < i + LOCK_CHUNK; j++)
+            st = cp_buf_printf(&sql, "%s%s", j > i ? ", " : "", names[j]);
+        if (st == CP_OK) st = cp_buf_puts(&sql, " IN ACCESS SHARE MODE");
+        if (st == CP_OK) st = cp_buf_putc(&sql, 0);
+        st = st == CP_OK ? cp_rd_exec(x, (const char *)sql.data, NULL, 0, NULL, NULL, "lock windows") : cp_rd_oom(x);
+    }
+    cp_buf_free(&sql);
+    return st;
+}
+
+/* ---- one call by its reference ------------------------------------------------------------------ */
+
+static int64_t i64_of(const cp_sql_val *c, int i) { return cp_sql_int(&c[i], 0); }
+
+void cp_rd_call_of(const cp_sql_val *c, cp_call *k)
+{
+    memset(k, 0, sizeof *k);
+    k->ts_ms = i64_of(c, CP_RDC_TIME);
+    k->duration_ms = (int32_t)i64_of(c, CP_RDC_DURATION);
+    k->cpu_time = i64_of(c, CP_RDC_CPU);
+    k->wait_time = i64_of(c, CP_RDC_WAIT);
+    k->memory_used = i64_of(c, CP_RDC_MEMORY);
+    k->non_blocking = i64_of(c, CP_RDC_NONBLOCKING);
+    k->queue_wait_ms = (int32_t)i64_of(c, CP_RDC_QUEUE);
+    k->suspend_ms = (int32_t)i64_of(c, CP_RDC_SUSPEND);
+    k->calls = (int32_t)i64_of(c, CP_RDC_CALLS);
+    k->transactions = i64_of(c, CP_RDC_TRANSACTIONS);
+    k->logs_generated = (int32_t)i64_of(c, CP_RDC_LOGS_GENERATED);
+    k->logs_written = (int32_t)i64_of(c, CP_RDC_LOGS_WRITTEN);
+    k->file_read = i64_of(c, CP_RDC_FILE_READ);
+    k->file_written = i64_of(c, CP_RDC_FILE_WRITTEN);
+    k->net_read = i64_of(c, CP_RDC_NET_READ);
+    k->net_written = i64_of(c, CP_RDC_NET_WRITTEN);
+    k->ns = text_of(&c[CP_RDC_NS], &k->ns_len);
+    k->service = text_of(&c[CP_RDC_SERVICE], &k->service_len);
+    k->pod = text_of(&c[CP_RDC_POD], &k->pod_len);
+    k->restart_ms = i64_of(c, CP_RDC_RESTART);
+    k->method_id = (int32_t)i64_of(c, CP_RDC_METHOD_ID);
+    k->method = text_of(&c[CP_RDC_METHOD], &k->method_len);
+    k->thread = text_of(&c[CP_RDC_THREAD], &k->thread_len);
+    k->params_json = text_of(&c[CP_RDC_PARAMS], &k->params_json_len);
+    k->error = i64_of(c, CP_RDC_ERROR) != 0;
+    k->trace_file_index = (int32_t)i64_of(c, CP_RDC_TFI);
+    k->buffer_offset = (int32_t)i64_of(c, CP_RDC_BO);
+    k->record_index = (int32_t)i64_of(c, CP_RDC_RI);
+    /* NULL when the call has a trace */
+    k->trace_reason = c[CP_RDC_TRACE_REASON].type == CP_SQL_TEXT ? (const char *)c[CP_RDC_TRACE_REASON].p : NULL;
+}
+
+typedef struct get_walk {
+    const cp_rd_ctx *x;
+    const char *table;
+    int with_trace;
+    cp_call_fn fn;
+    void *ud;
+    cp_call call;
+    int found, handed; /* the row was there; fn has had it */
+} get_walk;
+
+static int row_trace(void *ud, const cp_sql_val *c, size_t n)
+{
+    get_walk *g = ud;
+    if (n && c[0].type == CP_SQL_BLOB) {
+        g->call.trace = c[0].p;
+        g->call.trace_len = c[0].n;
+    }
+    g->handed = 1;
+    cp_rd_emit(g->x);
+    return g->fn(g->ud, &g->call); /* the blob lives as long as this row */
+}
+
+static int row_get(void *ud, const cp_sql_val *c, size_t n)
+{
+    get_walk *g = ud;
+    if (n < CP_RDC_COUNT) return CP_OK;
+    cp_rd_call_of(c, &g->call);
+    g->found = 1;
+    int st = CP_OK;
+    if (g->with_trace) {
+        char sql[64 + CP_HOT_NAME_LEN];
+        snprintf(sql, sizeof sql, "SELECT trace FROM %s WHERE id = $1", g->table);
+        cp_sql_val p[1] = {cp_sql_i64(i64_of(c, CP_RDC_ID))};
+        st = cp_rd_exec(g->x, sql, p, 1, row_trace, g, "trace lookup");
+    }
+    if (st == CP_OK && !g->handed) {
+        g->handed = 1;
+        cp_rd_emit(g->x);
+        st = g->fn(g->ud, &g->call);
+    }
+    return st;
+}
+
+typedef struct window_names {
+    const cp_rd_ctx *x;
+    char (*v)[CP_HOT_NAME_LEN];
+    size_t n, cap;
+} window_names;
+
+static int row_window_name(void *ud, const cp_sql_val *c, size_t n)
+{
+    window_names *w = ud;
+    const char *name = n && c[0].type == CP_SQL_TEXT ? (const char *)c[0].p : NULL;
+    if (!name || !cp_hot_calls_name_ok(name) || w->n == CP_RD_MAX_WINDOWS) return CP_OK;
+    if (cp_grow((void **)&w->v, &w->cap, w->n + 1, sizeof *w->v, 4) != CP_OK) return cp_rd_oom(w->x);
+    snprintf(w->v[w->n++], CP_HOT_NAME_LEN, "%s", name);
+    return CP_OK;
+}
+
+int cp_rd_get(const cp_rd_ctx *x, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud)
+{
+    int pg = cp_sqldb_is_pg(x->db);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT table_name FROM inventory WHERE table_type = 'calls' AND status IN ('ready', 'persisting')"
+             " AND start_time <= $1 AND end_time > $1 ORDER BY start_time DESC, table_name%s",
+             bytewise(x));
+    cp_sql_val w[1] = {cp_sql_i64(ref->ts_ms)};
+    window_names names = {x, NULL, 0, 0};
+    int st = cp_rd_exec(x, sql, w, 1, row_window_name, &names, "windows of a call");
+    /* the order they are looked in stays the listing's: locking sorts a copy */
+    char(*locked)[CP_HOT_NAME_LEN] = NULL;
+    if (st == CP_OK && pg && names.n) {
+        locked = malloc(names.n * sizeof *locked);
+        if (!locked) st = cp_rd_oom(x);
+        else memcpy(locked, names.v, names.n * sizeof *locked);
+        if (st == CP_OK) st = cp_rd_lock_tables(x, locked, names.n);
+    }
+    cp_sql_val p[6] = {cp_sql_i64(ref->ts_ms),          cp_sql_i64(ref->restart_ms),
+                       cp_sql_i64((int64_t)ref->pod_hash), cp_sql_i64(ref->trace_file_index),
+                       cp_sql_i64(ref->buffer_offset),    cp_sql_i64(ref->record_index)};
+    get_walk g = {.x = x, .with_trace = with_trace, .fn = fn, .ud = ud};
+    for (size_t i = 0; st == CP_OK && !g.found && i < names.n; i++) {
+        char q[1024];
+        char hint[16 + CP_HOT_NAME_LEN];
+        snprintf(hint, sizeof hint, " INDEXED BY %s_time", names.v[i]);
+        snprintf(q, sizeof q,
+                 "SELECT " CP_RD_COLUMNS " FROM %s%s WHERE time = $1 AND restart_time = $2 AND pod_hash = $3"
+                 " AND trace_file_index = $4 AND buffer_offset = $5 AND record_index = $6 LIMIT 1",
+                 names.v[i], pg ? "" : hint);
+        g.table = names.v[i];
+        st = cp_rd_exec(x, q, p, 6, row_get, &g, "call lookup");
+    }
+    free(locked);
+    free(names.v);
+    if (st == CP_OK && !g.found) {
+        snprintf(x->err, x->errlen, "no such call");
+        return CP_ENOTFOUND;
+    }
+    return st;
 }

@@ -116,6 +116,43 @@ static inline void cp_rd_emit(const cp_rd_ctx *x)
 int cp_rd_cold_list(const cp_rd_ctx *x, const cp_cold_query *q, int has_maxlen, cp_cold_file_fn fn, void *ud,
                     size_t *skipped);
 
+/* The columns a reader reads a call with, in this order, on both databases. */
+#define CP_RD_COLUMNS                                                                                          \
+    "time, duration, cpu_time, wait_time, memory_used, non_blocking, queue_wait_duration, suspend_duration,"   \
+    " calls, transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written,"      \
+    " namespace, service_name, pod_name, restart_time, method, method_name, thread, params,"                  \
+    " CAST(error AS integer) AS error, trace_file_index, buffer_offset, record_index, pod_hash, trace_reason, id"
+
+enum {
+    CP_RDC_TIME, CP_RDC_DURATION, CP_RDC_CPU, CP_RDC_WAIT, CP_RDC_MEMORY, CP_RDC_NONBLOCKING, CP_RDC_QUEUE,
+    CP_RDC_SUSPEND, CP_RDC_CALLS, CP_RDC_TRANSACTIONS, CP_RDC_LOGS_GENERATED, CP_RDC_LOGS_WRITTEN,
+    CP_RDC_FILE_READ, CP_RDC_FILE_WRITTEN, CP_RDC_NET_READ, CP_RDC_NET_WRITTEN, CP_RDC_NS, CP_RDC_SERVICE,
+    CP_RDC_POD, CP_RDC_RESTART, CP_RDC_METHOD_ID, CP_RDC_METHOD, CP_RDC_THREAD, CP_RDC_PARAMS, CP_RDC_ERROR,
+    CP_RDC_TFI, CP_RDC_BO, CP_RDC_RI, CP_RDC_POD_HASH, CP_RDC_TRACE_REASON, CP_RDC_ID, CP_RDC_COUNT
+};
+
+/* What a search sorts by: the SQL expression and its column in CP_RD_COLUMNS. Text
+ * columns compare bytewise (PostgreSQL adds COLLATE "C" to the expression). */
+typedef struct cp_rd_sort_col {
+    const char *expr;
+    int col;
+} cp_rd_sort_col;
+
+extern const cp_rd_sort_col cp_rd_sort_cols[CP_SORT_COUNT];
+
+/* A row of CP_RD_COLUMNS -> c (its pointers live as long as the row). */
+void cp_rd_call_of(const cp_sql_val *cols, cp_call *c);
+
+/* cp_reader_ops.get: the call in the windows whose span holds its time (more than one
+ * after a window length change, and late batches), their tables locked on PostgreSQL;
+ * CP_ENOTFOUND (err says "no such call") when none has it. */
+int cp_rd_get(const cp_rd_ctx *x, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud);
+
+/* PostgreSQL: ACCESS SHARE locks on tables names[0..n) (each CP_HOT_NAME_LEN bytes; sorted
+ * here, so every reader takes them in one order) until the transaction ends, so no
+ * compaction drops them meanwhile. Nothing to do on SQLite (its snapshot keeps them). */
+int cp_rd_lock_tables(const cp_rd_ctx *x, char (*names)[CP_HOT_NAME_LEN], size_t n);
+
 /* cp_reader_ops.pods, .words and .bounds (has_cold: the catalog has s3_files). */
 int cp_rd_pods(const cp_rd_ctx *x, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud);
 int cp_rd_words(const cp_rd_ctx *x, const char *ns, const char *pod, int64_t restart_ms, const int32_t *ids, size_t n,

@@ -22,6 +22,33 @@ int cp_reader_open(const char *spec, cp_reader **out, char *err, size_t errlen)
     return cp_reader_open_sqlite(spec, out, err, errlen);
 }
 
+/* ---- the sort columns --------------------------------------------------------------------------- */
+
+const cp_rd_sort_col cp_rd_sort_cols[CP_SORT_COUNT] = {
+    [CP_SORT_TS] = {"time", CP_RDC_TIME},
+    [CP_SORT_DURATION] = {"duration", CP_RDC_DURATION},
+    [CP_SORT_CPU] = {"cpu_time", CP_RDC_CPU},
+    [CP_SORT_WAIT] = {"wait_time", CP_RDC_WAIT},
+    [CP_SORT_MEMORY] = {"memory_used", CP_RDC_MEMORY},
+    [CP_SORT_SUSPEND] = {"suspend_duration", CP_RDC_SUSPEND},
+    [CP_SORT_CALLS] = {"calls", CP_RDC_CALLS},
+    [CP_SORT_TRANSACTIONS] = {"transactions", CP_RDC_TRANSACTIONS},
+    [CP_SORT_QUEUE] = {"queue_wait_duration", CP_RDC_QUEUE},
+    [CP_SORT_LOGS_GENERATED] = {"logs_generated", CP_RDC_LOGS_GENERATED},
+    [CP_SORT_LOGS_WRITTEN] = {"logs_written", CP_RDC_LOGS_WRITTEN},
+    [CP_SORT_FILE_READ] = {"file_read", CP_RDC_FILE_READ},
+    [CP_SORT_FILE_WRITTEN] = {"file_written", CP_RDC_FILE_WRITTEN},
+    [CP_SORT_NET_READ] = {"net_read", CP_RDC_NET_READ},
+    [CP_SORT_NET_WRITTEN] = {"net_written", CP_RDC_NET_WRITTEN},
+    [CP_SORT_METHOD] = {"method_name", CP_RDC_METHOD},
+    [CP_SORT_NAMESPACE] = {"namespace", CP_RDC_NS},
+    [CP_SORT_SERVICE] = {"service_name", CP_RDC_SERVICE},
+    [CP_SORT_POD] = {"pod_name", CP_RDC_POD},
+    [CP_SORT_RESTART] = {"restart_time", CP_RDC_RESTART},
+    [CP_SORT_THREAD] = {"thread", CP_RDC_THREAD},
+    [CP_SORT_ERROR] = {"CAST(error AS integer)", CP_RDC_ERROR},
+};
+
 /* ---- shared operations' errors ---------------------------------------------------------------- */
 
 int cp_rd_exec(const cp_rd_ctx *x, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,

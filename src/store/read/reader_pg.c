@@ -38,8 +38,8 @@
  * through PQexecParams (their query is planned at DECLARE time anyway).
  *
  * Written once for both readers, over sqldb.h on this connection (cp_sqldb_wrap_pg) and
- * run through run_op like the rest: cold files (cold_list.c), pods, words, bounds
- * (lookups.c), and the stats' windows and rollup entries (hot_stats.c; the stats scan
+ * run through run_op like the rest: cold files (cold_list.c), get, pods, words, bounds
+ * and the table locks (lookups.c), and the stats' windows and rollup entries (hot_stats.c; the stats scan
  * is pgs_scan here).
  */
 #include "query/cp_query.h"
@@ -61,7 +61,6 @@
 #define PG_FETCH_MIN 64        /* rows per FETCH ... */
 #define PG_FETCH_MAX 1000
 #define PG_FETCH_BUDGET 50000  /* ... so that all open cursors hold about this many rows */
-#define PG_LOCK_CHUNK 256      /* tables per LOCK statement */
 #define PG_MAX_PARAMS 24
 #define PG_STMT_NAME 24
 
@@ -407,69 +406,11 @@ static int pg_snapshot(cp_reader *base, int begin)
     return CP_OK;
 }
 
-/* ACCESS SHARE locks on tables (names already checked), in name order, so no compaction
- * drops them before this transaction ends. names: n entries of `stride` bytes. */
-static int str_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
-
-static int lock_tables(pg_reader *r, char *names, size_t n, size_t stride)
-{
-    qsort(names, n, stride, str_cmp);
-    for (size_t i = 0; i < n; i += PG_LOCK_CHUNK) {
-        cp_buf_reset(&r->sql);
-        int st = cp_buf_puts(&r->sql, "LOCK TABLE ");
-        for (size_t k = i; st == CP_OK && k < n && k < i + PG_LOCK_CHUNK; k++)
-            st = cp_buf_printf(&r->sql, "%s%s", k > i ? ", " : "", names + k * stride);
-        if (st == CP_OK) st = cp_buf_puts(&r->sql, " IN ACCESS SHARE MODE");
-        if (st == CP_OK) st = cp_buf_putc(&r->sql, 0);
-        if (st != CP_OK) return pg_oom(r);
-        if ((st = pg_command(r, (const char *)r->sql.data, "lock windows")) != CP_OK) return st;
-    }
-    return CP_OK;
-}
+/* The reader's context for the code both readers share (reader_internal.h). */
+static cp_rd_ctx ctx_of(pg_reader *r) { return (cp_rd_ctx){r->sqldb, &r->emitted, &r->retry, r->err, sizeof r->err}; }
 
 /* ---- rows -> cp_call -------------------------------------------------------------------------- */
 
-#define PG_COLUMNS                                                                                             \
-    "time, duration, cpu_time, wait_time, memory_used, non_blocking, queue_wait_duration, suspend_duration,"   \
-    " calls, transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written,"      \
-    " namespace, service_name, pod_name, restart_time, method, method_name, thread, params, error::int,"       \
-    " trace_file_index, buffer_offset, record_index, pod_hash, trace_reason, id"
-
-enum {
-    C_TIME, C_DURATION, C_CPU, C_WAIT, C_MEMORY, C_NONBLOCKING, C_QUEUE, C_SUSPEND, C_CALLS, C_TRANSACTIONS,
-    C_LOGS_GENERATED, C_LOGS_WRITTEN, C_FILE_READ, C_FILE_WRITTEN, C_NET_READ, C_NET_WRITTEN, C_NS, C_SERVICE,
-    C_POD, C_RESTART, C_METHOD_ID, C_METHOD, C_THREAD, C_PARAMS, C_ERROR, C_TFI, C_BO, C_RI, C_POD_HASH,
-    C_TRACE_REASON, C_ID
-};
-
-/* Sort column -> SQL expression and its position in PG_COLUMNS. */
-static const struct {
-    const char *expr;
-    int col;
-} sort_cols[CP_SORT_COUNT] = {
-    [CP_SORT_TS] = {"time", C_TIME},
-    [CP_SORT_DURATION] = {"duration", C_DURATION},
-    [CP_SORT_CPU] = {"cpu_time", C_CPU},
-    [CP_SORT_WAIT] = {"wait_time", C_WAIT},
-    [CP_SORT_MEMORY] = {"memory_used", C_MEMORY},
-    [CP_SORT_SUSPEND] = {"suspend_duration", C_SUSPEND},
-    [CP_SORT_CALLS] = {"calls", C_CALLS},
-    [CP_SORT_TRANSACTIONS] = {"transactions", C_TRANSACTIONS},
-    [CP_SORT_QUEUE] = {"queue_wait_duration", C_QUEUE},
-    [CP_SORT_LOGS_GENERATED] = {"logs_generated", C_LOGS_GENERATED},
-    [CP_SORT_LOGS_WRITTEN] = {"logs_written", C_LOGS_WRITTEN},
-    [CP_SORT_FILE_READ] = {"file_read", C_FILE_READ},
-    [CP_SORT_FILE_WRITTEN] = {"file_written", C_FILE_WRITTEN},
-    [CP_SORT_NET_READ] = {"net_read", C_NET_READ},
-    [CP_SORT_NET_WRITTEN] = {"net_written", C_NET_WRITTEN},
-    [CP_SORT_METHOD] = {"method_name COLLATE \"C\"", C_METHOD},
-    [CP_SORT_NAMESPACE] = {"namespace COLLATE \"C\"", C_NS},
-    [CP_SORT_SERVICE] = {"service_name COLLATE \"C\"", C_SERVICE},
-    [CP_SORT_POD] = {"pod_name COLLATE \"C\"", C_POD},
-    [CP_SORT_RESTART] = {"restart_time", C_RESTART},
-    [CP_SORT_THREAD] = {"thread COLLATE \"C\"", C_THREAD},
-    [CP_SORT_ERROR] = {"error::int", C_ERROR},
-};
 
 /* An integer column in text form (a boolean as 0/1); 0 for NULL. */
 static int64_t val_i64(const PGresult *res, int row, int col)
@@ -493,40 +434,40 @@ static const char *val_opt(const PGresult *res, int row, int col)
     return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
 }
 
-/* Fills c from one row of a PG_COLUMNS query; pointers are valid until the result is
+/* Fills c from one row of a CP_RD_COLUMNS query; pointers are valid until the result is
  * cleared. */
 static void row_to_call(const PGresult *res, int row, cp_call *c)
 {
     memset(c, 0, sizeof *c);
-    c->ts_ms = val_i64(res, row, C_TIME);
-    c->duration_ms = (int32_t)val_i64(res, row, C_DURATION);
-    c->cpu_time = val_i64(res, row, C_CPU);
-    c->wait_time = val_i64(res, row, C_WAIT);
-    c->memory_used = val_i64(res, row, C_MEMORY);
-    c->non_blocking = val_i64(res, row, C_NONBLOCKING);
-    c->queue_wait_ms = (int32_t)val_i64(res, row, C_QUEUE);
-    c->suspend_ms = (int32_t)val_i64(res, row, C_SUSPEND);
-    c->calls = (int32_t)val_i64(res, row, C_CALLS);
-    c->transactions = val_i64(res, row, C_TRANSACTIONS);
-    c->logs_generated = (int32_t)val_i64(res, row, C_LOGS_GENERATED);
-    c->logs_written = (int32_t)val_i64(res, row, C_LOGS_WRITTEN);
-    c->file_read = val_i64(res, row, C_FILE_READ);
-    c->file_written = val_i64(res, row, C_FILE_WRITTEN);
-    c->net_read = val_i64(res, row, C_NET_READ);
-    c->net_written = val_i64(res, row, C_NET_WRITTEN);
-    c->ns = val_text(res, row, C_NS, &c->ns_len);
-    c->service = val_text(res, row, C_SERVICE, &c->service_len);
-    c->pod = val_text(res, row, C_POD, &c->pod_len);
-    c->restart_ms = val_i64(res, row, C_RESTART);
-    c->method_id = (int32_t)val_i64(res, row, C_METHOD_ID);
-    c->method = val_text(res, row, C_METHOD, &c->method_len);
-    c->thread = val_text(res, row, C_THREAD, &c->thread_len);
-    c->params_json = val_text(res, row, C_PARAMS, &c->params_json_len);
-    c->error = val_i64(res, row, C_ERROR) != 0;
-    c->trace_file_index = (int32_t)val_i64(res, row, C_TFI);
-    c->buffer_offset = (int32_t)val_i64(res, row, C_BO);
-    c->record_index = (int32_t)val_i64(res, row, C_RI);
-    c->trace_reason = val_opt(res, row, C_TRACE_REASON); /* NULL when it has a trace */
+    c->ts_ms = val_i64(res, row, CP_RDC_TIME);
+    c->duration_ms = (int32_t)val_i64(res, row, CP_RDC_DURATION);
+    c->cpu_time = val_i64(res, row, CP_RDC_CPU);
+    c->wait_time = val_i64(res, row, CP_RDC_WAIT);
+    c->memory_used = val_i64(res, row, CP_RDC_MEMORY);
+    c->non_blocking = val_i64(res, row, CP_RDC_NONBLOCKING);
+    c->queue_wait_ms = (int32_t)val_i64(res, row, CP_RDC_QUEUE);
+    c->suspend_ms = (int32_t)val_i64(res, row, CP_RDC_SUSPEND);
+    c->calls = (int32_t)val_i64(res, row, CP_RDC_CALLS);
+    c->transactions = val_i64(res, row, CP_RDC_TRANSACTIONS);
+    c->logs_generated = (int32_t)val_i64(res, row, CP_RDC_LOGS_GENERATED);
+    c->logs_written = (int32_t)val_i64(res, row, CP_RDC_LOGS_WRITTEN);
+    c->file_read = val_i64(res, row, CP_RDC_FILE_READ);
+    c->file_written = val_i64(res, row, CP_RDC_FILE_WRITTEN);
+    c->net_read = val_i64(res, row, CP_RDC_NET_READ);
+    c->net_written = val_i64(res, row, CP_RDC_NET_WRITTEN);
+    c->ns = val_text(res, row, CP_RDC_NS, &c->ns_len);
+    c->service = val_text(res, row, CP_RDC_SERVICE, &c->service_len);
+    c->pod = val_text(res, row, CP_RDC_POD, &c->pod_len);
+    c->restart_ms = val_i64(res, row, CP_RDC_RESTART);
+    c->method_id = (int32_t)val_i64(res, row, CP_RDC_METHOD_ID);
+    c->method = val_text(res, row, CP_RDC_METHOD, &c->method_len);
+    c->thread = val_text(res, row, CP_RDC_THREAD, &c->thread_len);
+    c->params_json = val_text(res, row, CP_RDC_PARAMS, &c->params_json_len);
+    c->error = val_i64(res, row, CP_RDC_ERROR) != 0;
+    c->trace_file_index = (int32_t)val_i64(res, row, CP_RDC_TFI);
+    c->buffer_offset = (int32_t)val_i64(res, row, CP_RDC_BO);
+    c->record_index = (int32_t)val_i64(res, row, CP_RDC_RI);
+    c->trace_reason = val_opt(res, row, CP_RDC_TRACE_REASON); /* NULL when it has a trace */
 }
 
 /* ---- search: one cursor per window ------------------------------------------------------------ */
@@ -580,11 +521,11 @@ static int row_filter(pg_search *s, const pg_cursor *c)
     if (s->max_scan && s->scanned >= s->max_scan) return -1;
     s->scanned++;
     cp_call_view v;
-    v.method = val_text(c->res, c->row, C_METHOD, &v.method_len);
+    v.method = val_text(c->res, c->row, CP_RDC_METHOD, &v.method_len);
     if (s->needle && !s->needle_in_sql && !cp_ci_contains(v.method, v.method_len, s->needle, s->needle_len)) return 0;
     if (!s->f->match) return 1;
-    v.pod = val_text(c->res, c->row, C_POD, &v.pod_len);
-    v.params_json = val_text(c->res, c->row, C_PARAMS, &v.params_json_len);
+    v.pod = val_text(c->res, c->row, CP_RDC_POD, &v.pod_len);
+    v.params_json = val_text(c->res, c->row, CP_RDC_PARAMS, &v.params_json_len);
     return s->f->match(s->f->match_ud, &v) ? 1 : 0;
 }
 
@@ -639,17 +580,24 @@ static int cur_step(pg_search *s, pg_cursor *c)
     }
     s->fetched++;
     const PGresult *res = c->res;
-    int row = c->row, col = sort_cols[s->f->sort].col;
+    int row = c->row, col = cp_rd_sort_cols[s->f->sort].col;
     if (s->text) c->key.text = val_text(res, row, col, &c->key.text_len);
     else c->key.num = val_i64(res, row, col);
-    c->key.time = val_i64(res, row, C_TIME);
-    c->key.restart = val_i64(res, row, C_RESTART);
-    c->key.pod_hash = val_i64(res, row, C_POD_HASH);
-    c->key.tfi = val_i64(res, row, C_TFI);
-    c->key.bo = val_i64(res, row, C_BO);
-    c->key.ri = val_i64(res, row, C_RI);
+    c->key.time = val_i64(res, row, CP_RDC_TIME);
+    c->key.restart = val_i64(res, row, CP_RDC_RESTART);
+    c->key.pod_hash = val_i64(res, row, CP_RDC_POD_HASH);
+    c->key.tfi = val_i64(res, row, CP_RDC_TFI);
+    c->key.bo = val_i64(res, row, CP_RDC_BO);
+    c->key.ri = val_i64(res, row, CP_RDC_RI);
     c->has_row = 1;
     return CP_OK;
+}
+
+/* The sort column's SQL expression; text compares bytewise (COLLATE "C"). */
+static const char *sort_expr(const cp_call_filter *f, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s%s", cp_rd_sort_cols[f->sort].expr, cp_sort_is_text(f->sort) ? " COLLATE \"C\"" : "");
+    return buf;
 }
 
 /* The keyset predicate: rows strictly after f->after (see reader_sqlite.c). */
@@ -657,7 +605,8 @@ static int sql_keyset(const pg_search *s, cp_buf *b, pg_params *p)
 {
     const cp_call_filter *f = s->f;
     const cp_sort_key *k = f->after;
-    const char *col = sort_cols[f->sort].expr;
+    char colbuf[64];
+    const char *col = sort_expr(f, colbuf, sizeof colbuf);
     int kv = 0;
     if (f->sort != CP_SORT_TS)
         kv = s->text ? par_text(p, s->key_text, s->key_text_len) : par_i64(p, k->num);
@@ -692,8 +641,9 @@ static int sql_keyset(const pg_search *s, cp_buf *b, pg_params *p)
 static int sql_order(cp_buf *b, const cp_call_filter *f)
 {
     const char *dir = f->desc ? "DESC" : "ASC";
+    char col[64];
     int st = f->sort == CP_SORT_TS ? cp_buf_printf(b, " ORDER BY time %s", dir)
-                                   : cp_buf_printf(b, " ORDER BY %s %s, time DESC", sort_cols[f->sort].expr, dir);
+                                   : cp_buf_printf(b, " ORDER BY %s %s, time DESC", sort_expr(f, col, sizeof col), dir);
     if (st == CP_OK)
         st = cp_buf_puts(b, ", restart_time DESC, pod_hash DESC, trace_file_index DESC, buffer_offset DESC,"
                             " record_index DESC");
@@ -736,7 +686,7 @@ static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, siz
     cp_buf_reset(b);
     memset(p, 0, sizeof *p);
     if (!npods) {
-        int st = cp_buf_printf(b, "SELECT " PG_COLUMNS " FROM %s WHERE TRUE", c->name);
+        int st = cp_buf_printf(b, "SELECT " CP_RD_COLUMNS " FROM %s WHERE TRUE", c->name);
         if (st == CP_OK) st = sql_conds(s, c, b, p);
         if (st == CP_OK) st = sql_order(b, s->f);
         if (st == CP_OK && need) st = cp_buf_printf(b, " LIMIT $%d::bigint", par_i64(p, (int64_t)need));
@@ -753,7 +703,7 @@ static int sql_window(const pg_search *s, const pg_cursor *c, uint64_t need, siz
     for (size_t i = 0; st == CP_OK && i < npods; i++) {
         if (npods > 1) st = cp_buf_puts(b, i ? " UNION ALL (" : "(");
         if (st == CP_OK)
-            st = cp_buf_printf(b, "SELECT " PG_COLUMNS " FROM %s WHERE pod_hash = ($%d::bigint[])[%zu]", c->name,
+            st = cp_buf_printf(b, "SELECT " CP_RD_COLUMNS " FROM %s WHERE pod_hash = ($%d::bigint[])[%zu]", c->name,
                                arr, i + 1);
         if (st == CP_OK) st = cp_buf_append(b, conds->data, conds->len);
         if (st == CP_OK && npods > 1) st = cp_buf_putc(b, ')');
@@ -926,7 +876,8 @@ static int list_windows(pg_search *s)
     char(*names)[CP_HOT_NAME_LEN] = malloc(s->ncur * sizeof *names);
     if (!names) return pg_oom(r);
     for (size_t i = 0; i < s->ncur; i++) memcpy(names[i], s->cur[i].name, CP_HOT_NAME_LEN);
-    st = lock_tables(r, (char *)names, s->ncur, CP_HOT_NAME_LEN);
+    cp_rd_ctx x = ctx_of(r);
+    st = cp_rd_lock_tables(&x, names, s->ncur);
     free(names);
     size_t per = PG_FETCH_BUDGET / s->ncur;
     s->fetch_max = per < PG_FETCH_MIN ? PG_FETCH_MIN : per > PG_FETCH_MAX ? PG_FETCH_MAX : (int)per;
@@ -1058,129 +1009,7 @@ static int pg_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn 
     return st;
 }
 
-/* ---- get ---------------------------------------------------------------------------------------- */
-
-typedef struct pg_get {
-    const cp_call_ref *ref;
-    int with_trace;
-    cp_call_fn fn;
-    void *ud;
-    int found;
-} pg_get;
-
-/* The call's trace blob (its row's trace column, by id), binary. */
-static int trace_of(pg_reader *r, const char *calls_name, int64_t id, PGresult **out, cp_call *c)
-{
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql, "SELECT trace FROM %s WHERE id = $1::bigint", calls_name) !=
-            CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return pg_oom(r);
-    pg_stmt q;
-    int st = stmt_get(r, (const char *)r->sql.data, &q);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    par_i64(&p, id);
-    PGresult *res = stmt_run(r, &q, &p, 1, "trace lookup");
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0)) {
-        c->trace = (const uint8_t *)PQgetvalue(res, 0, 0);
-        c->trace_len = (size_t)PQgetlength(res, 0, 0);
-    }
-    *out = res;
-    return CP_OK;
-}
-
-/* Looks the call up in one window; g->found when it is there (fn has been called). */
-static int get_in(pg_reader *r, const char *name, pg_get *g)
-{
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql,
-                      "SELECT " PG_COLUMNS " FROM %s WHERE time = $1::bigint AND restart_time = $2::bigint"
-                      " AND pod_hash = $3::bigint AND trace_file_index = $4::bigint AND buffer_offset = $5::bigint"
-                      " AND record_index = $6::bigint LIMIT 1",
-                      name) != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return pg_oom(r);
-    pg_stmt q;
-    int st = stmt_get(r, (const char *)r->sql.data, &q);
-    if (st != CP_OK) return st;
-    const cp_call_ref *ref = g->ref;
-    pg_params p = {0};
-    par_i64(&p, ref->ts_ms);
-    par_i64(&p, ref->restart_ms);
-    par_i64(&p, (int64_t)ref->pod_hash);
-    par_i64(&p, ref->trace_file_index);
-    par_i64(&p, ref->buffer_offset);
-    par_i64(&p, ref->record_index);
-    PGresult *res = stmt_run(r, &q, &p, 0, "call lookup"), *tres = NULL;
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    if (PQntuples(res) > 0) {
-        cp_call c;
-        row_to_call(res, 0, &c);
-        if (g->with_trace) st = trace_of(r, name, val_i64(res, 0, C_ID), &tres, &c);
-        if (st == CP_OK) {
-            g->found = 1;
-            r->emitted = 1;
-            st = g->fn(g->ud, &c);
-        }
-    }
-    PQclear(tres);
-    PQclear(res);
-    return st;
-}
-
-static int get_op(pg_reader *r, void *arg)
-{
-    pg_get *g = arg;
-    g->found = 0;
-    pg_stmt q;
-    int st = stmt_get(r,
-                      "SELECT table_name FROM inventory WHERE table_type = 'calls'"
-                      " AND status IN ('ready', 'persisting') AND start_time <= $1::bigint AND end_time > $1::bigint"
-                      " ORDER BY start_time DESC, table_name COLLATE \"C\"",
-                      &q);
-    if (st != CP_OK) return st;
-    pg_params p = {0};
-    par_i64(&p, g->ref->ts_ms);
-    PGresult *res = stmt_run(r, &q, &p, 0, "windows of a call");
-    stmt_put(r, &q, res != NULL);
-    if (!res) return CP_EIO;
-    int n = PQntuples(res);
-    /* calls_X, and traces_X when the trace is wanted: locked, then looked in */
-    char(*names)[CP_HOT_NAME_LEN] = calloc((size_t)n + 1, sizeof *names);
-    size_t nn = 0, ncalls = 0;
-    if (!names) st = pg_oom(r);
-    for (int i = 0; st == CP_OK && i < n && ncalls < PG_MAX_WINDOWS; i++) {
-        const char *name = PQgetvalue(res, i, 0);
-        if (!cp_hot_calls_name_ok(name)) continue;
-        snprintf(names[nn++], CP_HOT_NAME_LEN, "%s", name);
-        ncalls++;
-    }
-    PQclear(res);
-    if (st == CP_OK && nn) {
-        st = lock_tables(r, (char *)names, nn, CP_HOT_NAME_LEN);
-    }
-    for (size_t i = 0; st == CP_OK && !g->found && i < nn; i++) st = get_in(r, names[i], g);
-    free(names);
-    return st;
-}
-
-static int pg_get_call(cp_reader *base, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud)
-{
-    pg_reader *r = (pg_reader *)base;
-    pg_get g = {ref, with_trace, fn, ud, 0};
-    int st = run_op(r, get_op, &g);
-    if (st == CP_OK && !g.found) {
-        snprintf(r->err, sizeof r->err, "no such call");
-        return CP_ENOTFOUND;
-    }
-    return st;
-}
-
-/* ---- pods, words, bounds (lookups.c), cold files (cold_list.c) --------------------------------- *
+/* ---- get, pods, words, bounds (lookups.c), cold files (cold_list.c) ---------------------------- *
  *
  * Each runs through run_op: its own snapshot (or the caller's), once more with a new one
  * when a window was dropped under it before anything reached the caller. */
@@ -1193,7 +1022,7 @@ typedef struct pg_shared {
 static int shared_op(pg_reader *r, void *arg)
 {
     pg_shared *a = arg;
-    cp_rd_ctx x = {r->sqldb, &r->emitted, &r->retry, r->err, sizeof r->err};
+    cp_rd_ctx x = ctx_of(r);
     return a->op(&x, a->arg);
 }
 
@@ -1201,6 +1030,25 @@ static int run_shared(pg_reader *r, int (*op)(const cp_rd_ctx *x, void *arg), vo
 {
     pg_shared a = {op, arg};
     return run_op(r, shared_op, &a);
+}
+
+typedef struct pg_get {
+    const cp_call_ref *ref;
+    int with_trace;
+    cp_call_fn fn;
+    void *ud;
+} pg_get;
+
+static int get_op(const cp_rd_ctx *x, void *arg)
+{
+    pg_get *g = arg;
+    return cp_rd_get(x, g->ref, g->with_trace, g->fn, g->ud);
+}
+
+static int pg_get_call(cp_reader *base, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud)
+{
+    pg_get g = {ref, with_trace, fn, ud};
+    return run_shared((pg_reader *)base, get_op, &g);
 }
 
 typedef struct pg_pods {
@@ -1411,7 +1259,7 @@ typedef struct pg_stats_arg {
 static int stats_op(pg_reader *r, void *arg)
 {
     pg_stats_arg *a = arg;
-    cp_rd_ctx x = {r->sqldb, &r->emitted, &r->retry, r->err, sizeof r->err};
+    cp_rd_ctx x = ctx_of(r);
     cp_rd_stats k = {.x = &x, .f = a->f, .p = a->p, .acc = a->acc, .info = a->info, .scan = pgs_scan, .ud = &a->ps};
     int st = cp_rd_stats_run(&k, 1);
     free(k.w);

@@ -10,8 +10,8 @@
  * calls that arrived after a compactor claimed it) are window tables like any other.
  *
  * Written once for both readers, over sqldb.h on this reader's connection
- * (cp_sqldb_wrap_sqlite): cold files (cold_list.c), pods, words, bounds (lookups.c; bounds
- * covers both tiers), and the stats' windows and rollup entries (hot_stats.c; the stats
+ * (cp_sqldb_wrap_sqlite): cold files (cold_list.c), get, pods, words, bounds (lookups.c;
+ * bounds covers both tiers), and the stats' windows and rollup entries (hot_stats.c; the stats
  * scan is st_scan here).
  *
  * Order (cp_sort_key): the sort column in its direction, then time DESC, restart_time
@@ -101,47 +101,6 @@ static int rd_snapshot(cp_reader *base, int begin)
 
 /* ---- rows -> cp_call -------------------------------------------------------------------------- */
 
-#define RD_COLUMNS                                                                                             \
-    "time, duration, cpu_time, wait_time, memory_used, non_blocking, queue_wait_duration, suspend_duration,"   \
-    " calls, transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written,"      \
-    " namespace, service_name, pod_name, restart_time, method, method_name, thread, params, error,"            \
-    " trace_file_index, buffer_offset, record_index, pod_hash, trace_reason, id"
-
-enum {
-    C_TIME, C_DURATION, C_CPU, C_WAIT, C_MEMORY, C_NONBLOCKING, C_QUEUE, C_SUSPEND, C_CALLS, C_TRANSACTIONS,
-    C_LOGS_GENERATED, C_LOGS_WRITTEN, C_FILE_READ, C_FILE_WRITTEN, C_NET_READ, C_NET_WRITTEN, C_NS, C_SERVICE,
-    C_POD, C_RESTART, C_METHOD_ID, C_METHOD, C_THREAD, C_PARAMS, C_ERROR, C_TFI, C_BO, C_RI, C_POD_HASH,
-    C_TRACE_REASON, C_ID
-};
-
-/* Sort column -> SQL column and its position in RD_COLUMNS. */
-static const struct {
-    const char *name;
-    int col;
-} sort_cols[CP_SORT_COUNT] = {
-    [CP_SORT_TS] = {"time", C_TIME},
-    [CP_SORT_DURATION] = {"duration", C_DURATION},
-    [CP_SORT_CPU] = {"cpu_time", C_CPU},
-    [CP_SORT_WAIT] = {"wait_time", C_WAIT},
-    [CP_SORT_MEMORY] = {"memory_used", C_MEMORY},
-    [CP_SORT_SUSPEND] = {"suspend_duration", C_SUSPEND},
-    [CP_SORT_CALLS] = {"calls", C_CALLS},
-    [CP_SORT_TRANSACTIONS] = {"transactions", C_TRANSACTIONS},
-    [CP_SORT_QUEUE] = {"queue_wait_duration", C_QUEUE},
-    [CP_SORT_LOGS_GENERATED] = {"logs_generated", C_LOGS_GENERATED},
-    [CP_SORT_LOGS_WRITTEN] = {"logs_written", C_LOGS_WRITTEN},
-    [CP_SORT_FILE_READ] = {"file_read", C_FILE_READ},
-    [CP_SORT_FILE_WRITTEN] = {"file_written", C_FILE_WRITTEN},
-    [CP_SORT_NET_READ] = {"net_read", C_NET_READ},
-    [CP_SORT_NET_WRITTEN] = {"net_written", C_NET_WRITTEN},
-    [CP_SORT_METHOD] = {"method_name", C_METHOD},
-    [CP_SORT_NAMESPACE] = {"namespace", C_NS},
-    [CP_SORT_SERVICE] = {"service_name", C_SERVICE},
-    [CP_SORT_POD] = {"pod_name", C_POD},
-    [CP_SORT_RESTART] = {"restart_time", C_RESTART},
-    [CP_SORT_THREAD] = {"thread", C_THREAD},
-    [CP_SORT_ERROR] = {"error", C_ERROR},
-};
 
 static const char *col_text(sqlite3_stmt *s, int i, size_t *len)
 {
@@ -150,40 +109,40 @@ static const char *col_text(sqlite3_stmt *s, int i, size_t *len)
     return p ? p : "";
 }
 
-/* Fills c from the current row of a RD_COLUMNS query; pointers are valid until the
+/* Fills c from the current row of a CP_RD_COLUMNS query; pointers are valid until the
  * statement moves. */
 static void row_to_call(sqlite3_stmt *s, cp_call *c)
 {
     memset(c, 0, sizeof *c);
-    c->ts_ms = sqlite3_column_int64(s, C_TIME);
-    c->duration_ms = sqlite3_column_int(s, C_DURATION);
-    c->cpu_time = sqlite3_column_int64(s, C_CPU);
-    c->wait_time = sqlite3_column_int64(s, C_WAIT);
-    c->memory_used = sqlite3_column_int64(s, C_MEMORY);
-    c->non_blocking = sqlite3_column_int64(s, C_NONBLOCKING);
-    c->queue_wait_ms = sqlite3_column_int(s, C_QUEUE);
-    c->suspend_ms = sqlite3_column_int(s, C_SUSPEND);
-    c->calls = sqlite3_column_int(s, C_CALLS);
-    c->transactions = sqlite3_column_int64(s, C_TRANSACTIONS);
-    c->logs_generated = sqlite3_column_int(s, C_LOGS_GENERATED);
-    c->logs_written = sqlite3_column_int(s, C_LOGS_WRITTEN);
-    c->file_read = sqlite3_column_int64(s, C_FILE_READ);
-    c->file_written = sqlite3_column_int64(s, C_FILE_WRITTEN);
-    c->net_read = sqlite3_column_int64(s, C_NET_READ);
-    c->net_written = sqlite3_column_int64(s, C_NET_WRITTEN);
-    c->ns = col_text(s, C_NS, &c->ns_len);
-    c->service = col_text(s, C_SERVICE, &c->service_len);
-    c->pod = col_text(s, C_POD, &c->pod_len);
-    c->restart_ms = sqlite3_column_int64(s, C_RESTART);
-    c->method_id = sqlite3_column_int(s, C_METHOD_ID);
-    c->method = col_text(s, C_METHOD, &c->method_len);
-    c->thread = col_text(s, C_THREAD, &c->thread_len);
-    c->params_json = col_text(s, C_PARAMS, &c->params_json_len);
-    c->error = sqlite3_column_int(s, C_ERROR) != 0;
-    c->trace_file_index = sqlite3_column_int(s, C_TFI);
-    c->buffer_offset = sqlite3_column_int(s, C_BO);
-    c->record_index = sqlite3_column_int(s, C_RI);
-    c->trace_reason = (const char *)sqlite3_column_text(s, C_TRACE_REASON); /* NULL when it has a trace */
+    c->ts_ms = sqlite3_column_int64(s, CP_RDC_TIME);
+    c->duration_ms = sqlite3_column_int(s, CP_RDC_DURATION);
+    c->cpu_time = sqlite3_column_int64(s, CP_RDC_CPU);
+    c->wait_time = sqlite3_column_int64(s, CP_RDC_WAIT);
+    c->memory_used = sqlite3_column_int64(s, CP_RDC_MEMORY);
+    c->non_blocking = sqlite3_column_int64(s, CP_RDC_NONBLOCKING);
+    c->queue_wait_ms = sqlite3_column_int(s, CP_RDC_QUEUE);
+    c->suspend_ms = sqlite3_column_int(s, CP_RDC_SUSPEND);
+    c->calls = sqlite3_column_int(s, CP_RDC_CALLS);
+    c->transactions = sqlite3_column_int64(s, CP_RDC_TRANSACTIONS);
+    c->logs_generated = sqlite3_column_int(s, CP_RDC_LOGS_GENERATED);
+    c->logs_written = sqlite3_column_int(s, CP_RDC_LOGS_WRITTEN);
+    c->file_read = sqlite3_column_int64(s, CP_RDC_FILE_READ);
+    c->file_written = sqlite3_column_int64(s, CP_RDC_FILE_WRITTEN);
+    c->net_read = sqlite3_column_int64(s, CP_RDC_NET_READ);
+    c->net_written = sqlite3_column_int64(s, CP_RDC_NET_WRITTEN);
+    c->ns = col_text(s, CP_RDC_NS, &c->ns_len);
+    c->service = col_text(s, CP_RDC_SERVICE, &c->service_len);
+    c->pod = col_text(s, CP_RDC_POD, &c->pod_len);
+    c->restart_ms = sqlite3_column_int64(s, CP_RDC_RESTART);
+    c->method_id = sqlite3_column_int(s, CP_RDC_METHOD_ID);
+    c->method = col_text(s, CP_RDC_METHOD, &c->method_len);
+    c->thread = col_text(s, CP_RDC_THREAD, &c->thread_len);
+    c->params_json = col_text(s, CP_RDC_PARAMS, &c->params_json_len);
+    c->error = sqlite3_column_int(s, CP_RDC_ERROR) != 0;
+    c->trace_file_index = sqlite3_column_int(s, CP_RDC_TFI);
+    c->buffer_offset = sqlite3_column_int(s, CP_RDC_BO);
+    c->record_index = sqlite3_column_int(s, CP_RDC_RI);
+    c->trace_reason = (const char *)sqlite3_column_text(s, CP_RDC_TRACE_REASON); /* NULL when it has a trace */
 }
 
 /* ---- cp_match(): the search's extra predicate, inside the query ------------------------------- */
@@ -293,15 +252,15 @@ static int cur_step(rd_search *s, rd_cursor *c)
     c->has_row = rc == SQLITE_ROW;
     if (rc == SQLITE_ROW) {
         s->fetched++;
-        int col = sort_cols[s->f->sort].col;
+        int col = cp_rd_sort_cols[s->f->sort].col;
         if (s->text) c->key.text = col_text(q, col, &c->key.text_len);
         else c->key.num = sqlite3_column_int64(q, col);
-        c->key.time = sqlite3_column_int64(q, C_TIME);
-        c->key.restart = sqlite3_column_int64(q, C_RESTART);
-        c->key.pod_hash = sqlite3_column_int64(q, C_POD_HASH);
-        c->key.tfi = sqlite3_column_int64(q, C_TFI);
-        c->key.bo = sqlite3_column_int64(q, C_BO);
-        c->key.ri = sqlite3_column_int64(q, C_RI);
+        c->key.time = sqlite3_column_int64(q, CP_RDC_TIME);
+        c->key.restart = sqlite3_column_int64(q, CP_RDC_RESTART);
+        c->key.pod_hash = sqlite3_column_int64(q, CP_RDC_POD_HASH);
+        c->key.tfi = sqlite3_column_int64(q, CP_RDC_TFI);
+        c->key.bo = sqlite3_column_int64(q, CP_RDC_BO);
+        c->key.ri = sqlite3_column_int64(q, CP_RDC_RI);
         return CP_OK;
     }
     if (rc == SQLITE_DONE || s->m.over) return CP_OK;
@@ -336,7 +295,7 @@ static int sql_keyset(cp_buf *b, const cp_call_filter *f)
                               " < (?10, ?11, ?12, ?13, ?14)";
     static const char tref[] = "(time, restart_time, pod_hash, trace_file_index, buffer_offset, record_index)"
                                " < (?9, ?10, ?11, ?12, ?13, ?14)";
-    const char *col = sort_cols[f->sort].name;
+    const char *col = cp_rd_sort_cols[f->sort].expr;
     if (f->sort == CP_SORT_TS && f->desc) return cp_buf_printf(b, " AND time <= ?9 AND %s", tref);
     if (f->sort == CP_SORT_TS) return cp_buf_printf(b, " AND time >= ?9 AND (time > ?9 OR (time = ?9 AND %s))", ref);
     if (f->desc)
@@ -352,7 +311,7 @@ static int sql_order(cp_buf *b, const cp_call_filter *f)
 {
     const char *dir = f->desc ? "DESC" : "ASC";
     int st = f->sort == CP_SORT_TS ? cp_buf_printf(b, " ORDER BY time %s", dir)
-                                   : cp_buf_printf(b, " ORDER BY %s %s, time DESC", sort_cols[f->sort].name, dir);
+                                   : cp_buf_printf(b, " ORDER BY %s %s, time DESC", cp_rd_sort_cols[f->sort].expr, dir);
     if (st == CP_OK)
         st = cp_buf_puts(b, ", restart_time DESC, pod_hash DESC, trace_file_index DESC, buffer_offset DESC,"
                             " record_index DESC LIMIT ?16");
@@ -388,7 +347,7 @@ static int sql_window_pods(const rd_search *s, const rd_cursor *c, int partial, 
         if (i) st = cp_buf_puts(b, " UNION ALL ");
         if (st == CP_OK && s->npods > 1) st = cp_buf_puts(b, "SELECT * FROM (");
         if (st == CP_OK)
-            st = cp_buf_printf(b, "SELECT " RD_COLUMNS " FROM %s INDEXED BY %s_pod WHERE pod_hash = ?%zu", c->name,
+            st = cp_buf_printf(b, "SELECT " CP_RD_COLUMNS " FROM %s INDEXED BY %s_pod WHERE pod_hash = ?%zu", c->name,
                                c->name, 18 + i);
         if (st == CP_OK) st = sql_conds(s, partial, b);
         if (st == CP_OK) st = sql_order(b, s->f);
@@ -411,7 +370,7 @@ static int sql_window(const rd_search *s, const rd_cursor *c, cp_buf *b)
         st = sql_window_pods(s, c, partial, b);
     } else {
         const char *ix = pick_index(s, c, partial);
-        st = cp_buf_printf(b, "SELECT " RD_COLUMNS " FROM %s", c->name);
+        st = cp_buf_printf(b, "SELECT " CP_RD_COLUMNS " FROM %s", c->name);
         if (st == CP_OK && ix) st = cp_buf_printf(b, " INDEXED BY %s_%s", c->name, ix);
         if (st == CP_OK) st = cp_buf_puts(b, " WHERE 1");
         if (st == CP_OK) st = sql_conds(s, partial, b);
@@ -676,127 +635,20 @@ static int rd_search_calls(cp_reader *base, const cp_call_filter *f, cp_call_fn 
     return st;
 }
 
-/* ---- get ---------------------------------------------------------------------------------------- */
+/* ---- get, pods, words, bounds (lookups.c), cold files (cold_list.c) ------------------------------ */
 
-/* Names of the window tables whose span holds ts: normally one, more after a window
- * length change, plus the window's late batches (calls_<suffix>_<n>). *names is
- * malloc'ed (CP_HOT_NAME_LEN bytes each). */
-static int windows_at(sqlite_reader *r, int64_t ts, char (**names)[CP_HOT_NAME_LEN], size_t *n)
-{
-    rd_stmt q;
-    int st = stmt_get(r,
-                      "SELECT table_name FROM inventory WHERE table_type = 'calls'"
-                      " AND status IN ('ready', 'persisting') AND start_time <= ?1 AND end_time > ?1"
-                      " ORDER BY start_time DESC, table_name",
-                      &q);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(q.st, 1, ts);
-    *n = 0;
-    size_t cap = 0;
-    int rc;
-    while (st == CP_OK && (rc = sqlite3_step(q.st)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(q.st, 0);
-        if (!name || !cp_hot_calls_name_ok(name)) continue;
-        if (*n == RD_MAX_WINDOWS) break;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 4;
-            char(*v)[CP_HOT_NAME_LEN] = realloc(*names, cap * sizeof *v);
-            if (!v) {
-                st = rd_oom(r);
-                break;
-            }
-            *names = v;
-        }
-        snprintf((*names)[(*n)++], CP_HOT_NAME_LEN, "%s", name);
-    }
-    if (st == CP_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) st = rd_fail(r, "windows of a call");
-    stmt_put(r, &q, st == CP_OK);
-    return st;
-}
-
-/* The call's trace blob (its row's trace column, by row id). */
-static int trace_of(sqlite_reader *r, const char *calls_name, sqlite3_int64 id, rd_stmt *q, cp_call *c)
-{
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql, "SELECT trace FROM %s WHERE id = ?1", calls_name) !=
-            CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return rd_oom(r);
-    int st = stmt_get(r, (const char *)r->sql.data, q);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(q->st, 1, id);
-    int rc = sqlite3_step(q->st);
-    if (rc == SQLITE_ROW) {
-        c->trace = sqlite3_column_blob(q->st, 0);
-        c->trace_len = (size_t)sqlite3_column_bytes(q->st, 0);
-        if (!c->trace) c->trace_len = 0;
-    } else if (rc != SQLITE_DONE) {
-        return rd_fail(r, "trace lookup");
-    }
-    return CP_OK;
-}
-
-/* Looks the call up in one window; *found when it is there (fn has been called). */
-static int get_in(sqlite_reader *r, const char *name, const cp_call_ref *ref, int with_trace, cp_call_fn fn,
-                  void *ud, int *found)
-{
-    cp_buf_reset(&r->sql);
-    if (cp_buf_printf(&r->sql,
-                      "SELECT " RD_COLUMNS " FROM %s INDEXED BY %s_time WHERE time = ?1 AND restart_time = ?2"
-                      " AND pod_hash = ?3 AND trace_file_index = ?4 AND buffer_offset = ?5 AND record_index = ?6"
-                      " LIMIT 1",
-                      name, name) != CP_OK ||
-        cp_buf_putc(&r->sql, 0) != CP_OK)
-        return rd_oom(r);
-    rd_stmt q, t;
-    memset(&t, 0, sizeof t);
-    int st = stmt_get(r, (const char *)r->sql.data, &q);
-    if (st != CP_OK) return st;
-    sqlite3_bind_int64(q.st, 1, ref->ts_ms);
-    sqlite3_bind_int64(q.st, 2, ref->restart_ms);
-    sqlite3_bind_int64(q.st, 3, (int64_t)ref->pod_hash);
-    sqlite3_bind_int(q.st, 4, ref->trace_file_index);
-    sqlite3_bind_int(q.st, 5, ref->buffer_offset);
-    sqlite3_bind_int(q.st, 6, ref->record_index);
-    int rc = sqlite3_step(q.st);
-    if (rc == SQLITE_ROW) {
-        cp_call c;
-        row_to_call(q.st, &c);
-        if (with_trace) st = trace_of(r, name, sqlite3_column_int64(q.st, C_ID), &t, &c);
-        if (st == CP_OK) {
-            *found = 1;
-            st = fn(ud, &c);
-        }
-    } else if (rc != SQLITE_DONE) {
-        st = rd_fail(r, "call lookup");
-    }
-    stmt_put(r, &t, st != CP_EIO);
-    stmt_put(r, &q, st != CP_EIO);
-    return st;
-}
+static cp_rd_ctx ctx_of(sqlite_reader *r) { return (cp_rd_ctx){r->sqldb, NULL, NULL, r->err, sizeof r->err}; }
 
 static int rd_get(cp_reader *base, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud)
 {
     sqlite_reader *r = (sqlite_reader *)base;
-    char(*names)[CP_HOT_NAME_LEN] = NULL;
-    size_t n = 0;
-    int found = 0;
     int st = txn_begin(r);
     if (st != CP_OK) return st;
-    st = windows_at(r, ref->ts_ms, &names, &n);
-    for (size_t i = 0; st == CP_OK && !found && i < n; i++) st = get_in(r, names[i], ref, with_trace, fn, ud, &found);
+    cp_rd_ctx x = ctx_of(r);
+    st = cp_rd_get(&x, ref, with_trace, fn, ud);
     txn_end(r);
-    free(names);
-    if (st == CP_OK && !found) {
-        snprintf(r->err, sizeof r->err, "no such call");
-        return CP_ENOTFOUND;
-    }
     return st;
 }
-
-/* ---- pods, words, bounds (lookups.c), cold files (cold_list.c) --------------------------------- */
-
-static cp_rd_ctx ctx_of(sqlite_reader *r) { return (cp_rd_ctx){r->sqldb, NULL, NULL, r->err, sizeof r->err}; }
 
 static int rd_pods(cp_reader *base, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud)
 {
