@@ -19,7 +19,7 @@
 
 static cp_catalog_core *core_of(cp_catalog *c) { return (cp_catalog_core *)c; }
 
-/* SQL text only PostgreSQL needs (a row lock, a bytewise collation), "" on SQLite. */
+/* SQL text only PostgreSQL needs (a row lock for other nodes), "" on SQLite. */
 static const char *pg_only(const cp_catalog_core *k, const char *text)
 {
     return cp_sqldb_is_pg(k->db) ? text : "";
@@ -68,8 +68,6 @@ static int own_end(cp_catalog_core *k, int st)
 
 /* ---- row helpers ---------------------------------------------------------------------------------- */
 
-static const char *opt_text(const cp_sql_val *v) { return v->type == CP_SQL_TEXT ? (const char *)v->p : NULL; }
-
 /* Names from column 0 that pass ok(), copied (they are spliced into SQL). */
 typedef struct names {
     cp_catalog_core *k;
@@ -82,7 +80,7 @@ typedef struct names {
 static int row_name(void *ud, const cp_sql_val *c, size_t n)
 {
     names *a = ud;
-    const char *name = n ? opt_text(&c[0]) : NULL;
+    const char *name = n ? cp_sql_opt(&c[0]) : NULL;
     if (!name || !a->ok(name) || strlen(name) >= CP_COLD_INV_NAME) return CP_OK;
     if (a->n == a->max) {
         snprintf(a->k->err, a->k->errlen, "more than %zu tables", a->max);
@@ -213,7 +211,7 @@ static int row_pod(void *ud, const cp_sql_val *c, size_t n)
 {
     pod_walk *w = ud;
     if (n < 5) return CP_OK;
-    cp_catalog_pod p = {opt_text(&c[0]), opt_text(&c[1]), opt_text(&c[2]), opt_text(&c[3]), cp_sql_int(&c[4], 0)};
+    cp_catalog_pod p = {cp_sql_opt(&c[0]), cp_sql_opt(&c[1]), cp_sql_opt(&c[2]), cp_sql_opt(&c[3]), cp_sql_int(&c[4], 0)};
     if (!p.ns || !p.service || !p.pod || !p.pod_id) return CP_OK;
     return w->fn(w->ud, &p);
 }
@@ -236,7 +234,7 @@ typedef struct file_walk {
 static int row_file(void *ud, const cp_sql_val *c, size_t n)
 {
     file_walk *w = ud;
-    const char *stream = n >= 3 ? opt_text(&c[0]) : NULL, *path = n >= 3 ? opt_text(&c[2]) : NULL;
+    const char *stream = n >= 3 ? cp_sql_opt(&c[0]) : NULL, *path = n >= 3 ? cp_sql_opt(&c[2]) : NULL;
     if (!stream || !path) return CP_OK;
     return w->fn(w->ud, stream, cp_sql_int(&c[1], 0), path);
 }
@@ -249,7 +247,7 @@ int cp_cat_restart_files(cp_catalog *c, const cp_catalog_pod *p,
     snprintf(sql, sizeof sql,
              "SELECT stream, file_index, path FROM streams WHERE pod_id = $1 AND restart_time = $2"
              " ORDER BY stream%s, file_index",
-             pg_only(k, " COLLATE \"C\""));
+             cp_sqldb_bytewise(k->db));
     cp_sql_val v[2] = {cp_sql_text(p->pod_id), cp_sql_i64(p->restart_ms)};
     file_walk w = {fn, ud};
     return exec(k, sql, v, 2, row_file, &w, NULL, "list stream files");
@@ -402,7 +400,7 @@ typedef struct key_walk {
 static int row_key(void *ud, const cp_sql_val *c, size_t n)
 {
     key_walk *w = ud;
-    const char *key = n ? opt_text(&c[0]) : NULL;
+    const char *key = n ? cp_sql_opt(&c[0]) : NULL;
     return key && w->fn ? w->fn(w->ud, key) : CP_OK;
 }
 
@@ -447,7 +445,7 @@ typedef struct param_walk {
 static int row_param(void *ud, const cp_sql_val *c, size_t n)
 {
     param_walk *w = ud;
-    const char *name = n ? opt_text(&c[0]) : NULL;
+    const char *name = n ? cp_sql_opt(&c[0]) : NULL;
     return name ? w->fn(w->ud, name) : CP_OK;
 }
 
@@ -566,7 +564,7 @@ typedef struct gone_walk {
 static int row_gone(void *ud, const cp_sql_val *c, size_t n)
 {
     gone_walk *w = ud;
-    const char *uuid = n >= 2 ? opt_text(&c[0]) : NULL, *key = n >= 2 ? opt_text(&c[1]) : NULL;
+    const char *uuid = n >= 2 ? cp_sql_opt(&c[0]) : NULL, *key = n >= 2 ? cp_sql_opt(&c[1]) : NULL;
     return uuid && key ? w->fn(w->ud, uuid, key) : CP_OK;
 }
 
@@ -578,7 +576,7 @@ int cp_cat_retention_list(cp_catalog *c, size_t limit, int (*fn)(void *ud, const
     snprintf(sql, sizeof sql,
              "SELECT uuid, coalesce(object_key, uuid) FROM s3_files WHERE status = 'to_delete'"
              " ORDER BY end_time, uuid%s LIMIT $1",
-             pg_only(k, " COLLATE \"C\""));
+             cp_sqldb_bytewise(k->db));
     cp_sql_val v[1] = {cp_sql_i64(limit > (size_t)INT64_MAX ? INT64_MAX : (int64_t)limit)};
     gone_walk w = {fn, ud};
     return exec(k, sql, v, 1, row_gone, &w, NULL, "list files to delete");

@@ -44,8 +44,6 @@ static const char *fold_close(const cold_list *k)
     return k->pg ? ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')" : ")";
 }
 
-static const char *opt_text(const cp_sql_val *v) { return v->type == CP_SQL_TEXT ? (const char *)v->p : NULL; }
-
 /* ---- the term sets ---------------------------------------------------------------------------- */
 
 typedef struct set_add {
@@ -73,9 +71,9 @@ typedef struct slow_scan {
 static int row_slow(void *ud, const cp_sql_val *c, size_t n)
 {
     slow_scan *s = ud;
-    const char *uuid = n >= 3 ? opt_text(&c[0]) : NULL, *names = n >= 3 ? opt_text(&c[1]) : NULL;
+    const char *uuid = n >= 3 ? cp_sql_opt(&c[0]) : NULL, *names = n >= 3 ? cp_sql_opt(&c[1]) : NULL;
     if (!uuid || !names || !cp_rd_json_names_has(names, c[1].n, s->param, s->param_len)) return CP_OK;
-    int64_t longest = cp_rd_json_maxlen(opt_text(&c[2]), s->param, s->param_len);
+    int64_t longest = cp_rd_json_maxlen(cp_sql_opt(&c[2]), s->param, s->param_len);
     if (longest >= 0 && (uint64_t)longest <= s->needle_len) return CP_OK; /* the exact lookup decided */
     return cp_rd_strset_add(&s->slow, uuid, c[0].n) == CP_OK ? CP_OK : cl_oom(s->k);
 }
@@ -130,7 +128,7 @@ typedef struct inv_tables {
 static int row_table(void *ud, const cp_sql_val *c, size_t n)
 {
     inv_tables *t = ud;
-    const char *name = n >= 1 ? opt_text(&c[0]) : NULL;
+    const char *name = n >= 1 ? cp_sql_opt(&c[0]) : NULL;
     if (!name || !cp_cold_inv_name_ok(name)) return CP_OK; /* not ours: never spliced into SQL */
     if (cp_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v, 4) != CP_OK) return cl_oom(t->k);
     snprintf(t->v[t->n++], CP_COLD_INV_NAME, "%s", name);
@@ -194,13 +192,13 @@ static int row_file(void *ud, const cp_sql_val *c, size_t n)
         return CP_ELIMIT;
     }
     cp_cold_file f = {
-        .uuid = opt_text(&c[F_UUID]),
-        .key = opt_text(&c[F_KEY]),
-        .url = opt_text(&c[F_URL]),
-        .local_path = opt_text(&c[F_LOCAL]),
-        .file_type = opt_text(&c[F_TYPE]),
-        .dump_type = opt_text(&c[F_DUMP]),
-        .ns = opt_text(&c[F_NS]),
+        .uuid = cp_sql_opt(&c[F_UUID]),
+        .key = cp_sql_opt(&c[F_KEY]),
+        .url = cp_sql_opt(&c[F_URL]),
+        .local_path = cp_sql_opt(&c[F_LOCAL]),
+        .file_type = cp_sql_opt(&c[F_TYPE]),
+        .dump_type = cp_sql_opt(&c[F_DUMP]),
+        .ns = cp_sql_opt(&c[F_NS]),
         .duration_range = (int32_t)cp_sql_int(&c[F_RANGE], 0),
         .start_ms = cp_sql_int(&c[F_START], 0),
         .end_ms = cp_sql_int(&c[F_END], 0),
@@ -208,11 +206,11 @@ static int row_file(void *ud, const cp_sql_val *c, size_t n)
         .max_ts = cp_sql_int(&c[F_MAX], 0),
         .rows = cp_sql_int(&c[F_ROWS], 0),
         .size = cp_sql_int(&c[F_SIZE], 0),
-        .status = opt_text(&c[F_STATUS]),
-        .services = opt_text(&c[F_SERVICES]),
-        .indexed_params = opt_text(&c[F_INDEXED]),
-        .claim = opt_text(&c[F_CLAIM]),
-        .indexed_maxlen = opt_text(&c[F_MAXLEN]),
+        .status = cp_sql_opt(&c[F_STATUS]),
+        .services = cp_sql_opt(&c[F_SERVICES]),
+        .indexed_params = cp_sql_opt(&c[F_INDEXED]),
+        .claim = cp_sql_opt(&c[F_CLAIM]),
+        .indexed_maxlen = cp_sql_opt(&c[F_MAXLEN]),
     };
     if (!f.uuid) return CP_OK;
     const cp_cold_query *q = w->k->q;
@@ -228,7 +226,7 @@ static int row_file(void *ud, const cp_sql_val *c, size_t n)
 static int list_files(cold_list *k, const cp_rd_strset *sets, cp_cold_file_fn fn, void *ud, size_t *skipped)
 {
     const cp_cold_query *q = k->q;
-    const char *bytewise = k->pg ? " COLLATE \"C\"" : "";
+    const char *bytewise = cp_sqldb_bytewise(k->x->db);
     cp_buf_reset(&k->sql);
     if (cp_buf_printf(&k->sql,
                       "SELECT CAST(uuid AS text), object_key, remote_storage_path, local_file_path,"

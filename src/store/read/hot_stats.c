@@ -41,7 +41,7 @@ static int row_window(void *ud, const cp_sql_val *c, size_t n)
 {
     window_rows *a = ud;
     cp_rd_stats *k = a->k;
-    const char *name = n >= 5 && c[0].type == CP_SQL_TEXT ? (const char *)c[0].p : NULL;
+    const char *name = n >= 5 ? cp_sql_opt(&c[0]) : NULL;
     if (!name || !cp_hot_calls_name_ok(name)) return CP_OK;
     if (k->nw == CP_RD_MAX_WINDOWS) {
         snprintf(k->x->err, k->x->errlen, "the time range spans more than %d windows", CP_RD_MAX_WINDOWS);
@@ -58,18 +58,6 @@ static int row_window(void *ud, const cp_sql_val *c, size_t n)
     return CP_OK;
 }
 
-/* PostgreSQL: the windows' tables locked until the transaction ends. */
-static int lock_windows(cp_rd_stats *k)
-{
-    if (!cp_sqldb_is_pg(k->x->db) || !k->nw) return CP_OK;
-    char(*names)[CP_HOT_NAME_LEN] = malloc(k->nw * sizeof *names);
-    if (!names) return cp_rd_oom(k->x);
-    for (size_t i = 0; i < k->nw; i++) memcpy(names[i], k->w[i].name, CP_HOT_NAME_LEN);
-    int st = cp_rd_lock_tables(k->x, names, k->nw);
-    free(names);
-    return st;
-}
-
 /* The windows overlapping the range that have rows. */
 static int list_windows(cp_rd_stats *k, int has_rollups)
 {
@@ -83,14 +71,15 @@ static int list_windows(cp_rd_stats *k, int has_rollups)
     window_rows a = {k, 0};
     int st = cp_rd_exec(k->x, sql, p, 2, row_window, &a, "list windows");
     k->prog.windows_total = k->nw;
-    return st == CP_OK ? lock_windows(k) : st;
+    return st == CP_OK ? cp_rd_lock_tables(k->x, k->w, k->nw, sizeof *k->w) : st; /* name first */
 }
 
 /* ---- rollup entries --------------------------------------------------------------------------- */
 
 static int row_foreign(void *ud, const cp_sql_val *c, size_t n)
 {
-    cp_rd_window *w = n && c[0].type == CP_SQL_TEXT ? window_find(ud, (const char *)c[0].p) : NULL;
+    const char *name = n ? cp_sql_opt(&c[0]) : NULL;
+    cp_rd_window *w = name ? window_find(ud, name) : NULL;
     if (w) w->covered = 0;
     return CP_OK;
 }
@@ -110,12 +99,6 @@ typedef struct entry_rows {
     const cp_rd_window *last; /* the previous row's window (rows of a window come together) */
 } entry_rows;
 
-static const char *text_of(const cp_sql_val *v, size_t *len)
-{
-    *len = v->type == CP_SQL_TEXT ? v->n : 0;
-    return cp_sql_str(v);
-}
-
 static int row_entry(void *ud, const cp_sql_val *c, size_t n)
 {
     entry_rows *a = ud;
@@ -126,9 +109,9 @@ static int row_entry(void *ud, const cp_sql_val *c, size_t n)
     if (!a->last || !a->last->covered) return CP_OK;
     cp_rollup_entry e;
     e.cell_ms = cp_sql_int(&c[0], 0);
-    e.ns = text_of(&c[1], &e.ns_len);
-    e.service = text_of(&c[2], &e.service_len);
-    e.pod = text_of(&c[3], &e.pod_len);
+    e.ns = cp_sql_strn(&c[1], &e.ns_len);
+    e.service = cp_sql_strn(&c[2], &e.service_len);
+    e.pod = cp_sql_strn(&c[3], &e.pod_len);
     e.cls = (int32_t)cp_sql_int(&c[4], 0);
     e.flags = (int32_t)cp_sql_int(&c[5], 0);
     e.idle_fp = cp_sql_int(&c[6], 0);

@@ -9,16 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* " COLLATE \"C\"" on PostgreSQL (bytewise, whatever the database's locale); SQLite
- * compares text bytewise already. */
-static const char *bytewise(const cp_rd_ctx *x) { return cp_sqldb_is_pg(x->db) ? " COLLATE \"C\"" : ""; }
-
-static const char *text_of(const cp_sql_val *v, size_t *len)
-{
-    *len = v->type == CP_SQL_TEXT ? v->n : 0;
-    return cp_sql_str(v);
-}
-
 /* ---- pods --------------------------------------------------------------------------------------- */
 
 /* Pod restarts active in [from, to) (active_since before to, last seen at or after from)
@@ -56,9 +46,9 @@ static int row_pod(void *ud, const cp_sql_val *c, size_t n)
     if (n < 7) return CP_OK;
     size_t len;
     cp_pod_row p = {
-        .ns = text_of(&c[0], &len),
-        .service = text_of(&c[1], &len),
-        .pod = text_of(&c[2], &len),
+        .ns = cp_sql_strn(&c[0], &len),
+        .service = cp_sql_strn(&c[1], &len),
+        .pod = cp_sql_strn(&c[2], &len),
         .restart_ms = cp_sql_int(&c[3], 0),
         .first_ms = cp_sql_int(&c[4], 0),
         .last_ms = cp_sql_int(&c[5], 0),
@@ -71,7 +61,7 @@ static int row_pod(void *ud, const cp_sql_val *c, size_t n)
 int cp_rd_pods(const cp_rd_ctx *x, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud)
 {
     char sql[sizeof pods_sql + 64];
-    const char *c = bytewise(x);
+    const char *c = cp_sqldb_bytewise(x->db);
     snprintf(sql, sizeof sql, pods_sql, c, c, c, c);
     cp_sql_val p[3] = {cp_sql_i64(from_ms), cp_sql_i64(to_ms),
                        cp_sql_i64(from_ms > INT64_MIN + 86400000 ? from_ms - 86400000 : INT64_MIN)};
@@ -103,7 +93,7 @@ static int row_word(void *ud, const cp_sql_val *c, size_t n)
     if (n < 2 || g->n == WORDS_CHUNK) return CP_OK;
     if (cp_grow((void **)&g->v, &g->cap, g->n + 1, sizeof *g->v, 64) != CP_OK) return cp_rd_oom(g->x);
     size_t len;
-    const char *t = text_of(&c[1], &len);
+    const char *t = cp_sql_strn(&c[1], &len);
     word *w = &g->v[g->n];
     w->position = (int32_t)cp_sql_int(&c[0], -1);
     w->off = g->text.len;
@@ -206,7 +196,7 @@ static int row_window(void *ud, const cp_sql_val *c, size_t n)
 {
     edge_walk *e = ud;
     if (n < 3) return CP_OK;
-    const char *name = c[0].type == CP_SQL_TEXT ? (const char *)c[0].p : NULL;
+    const char *name = cp_sql_opt(&c[0]);
     int64_t start = cp_sql_int(&c[1], 0), end = cp_sql_int(&c[2], 0);
     if (e->found && (e->max ? end <= e->out + 1 : start >= e->out)) return EDGE_DONE;
     if (!name || !cp_hot_calls_name_ok(name)) return CP_OK;
@@ -227,7 +217,7 @@ static int edge(const cp_rd_ctx *x, int max, int64_t *out, int *found)
     snprintf(sql, sizeof sql,
              "SELECT table_name, start_time, end_time FROM inventory WHERE table_type = 'calls'"
              " AND status IN ('ready', 'persisting') AND rows_count > 0 ORDER BY %s, table_name%s",
-             max ? "end_time DESC" : "start_time ASC", bytewise(x));
+             max ? "end_time DESC" : "start_time ASC", cp_sqldb_bytewise(x->db));
     edge_walk e = {x, max, 0, 0};
     int st = cp_rd_exec(x, sql, NULL, 0, row_window, &e, "bounds");
     if (st == EDGE_DONE) st = CP_OK;
@@ -268,9 +258,12 @@ int cp_rd_bounds(const cp_rd_ctx *x, int has_cold, int64_t *min_ts, int64_t *max
 
 static int name_cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
 
-int cp_rd_lock_tables(const cp_rd_ctx *x, char (*names)[CP_HOT_NAME_LEN], size_t n)
+int cp_rd_lock_tables(const cp_rd_ctx *x, const void *list, size_t n, size_t stride)
 {
     if (!cp_sqldb_is_pg(x->db) || !n) return CP_OK;
+    char(*names)[CP_HOT_NAME_LEN] = malloc(n * sizeof *names);
+    if (!names) return cp_rd_oom(x);
+    for (size_t i = 0; i < n; i++) snprintf(names[i], CP_HOT_NAME_LEN, "%s", (const char *)list + i * stride);
     qsort(names, n, CP_HOT_NAME_LEN, name_cmp);
     cp_buf sql;
     cp_buf_init(&sql);
@@ -285,6 +278,7 @@ int cp_rd_lock_tables(const cp_rd_ctx *x, char (*names)[CP_HOT_NAME_LEN], size_t
         st = st == CP_OK ? cp_rd_exec(x, (const char *)sql.data, NULL, 0, NULL, NULL, "lock windows") : cp_rd_oom(x);
     }
     cp_buf_free(&sql);
+    free(names);
     return st;
 }
 
@@ -311,20 +305,20 @@ void cp_rd_call_of(const cp_sql_val *c, cp_call *k)
     k->file_written = i64_of(c, CP_RDC_FILE_WRITTEN);
     k->net_read = i64_of(c, CP_RDC_NET_READ);
     k->net_written = i64_of(c, CP_RDC_NET_WRITTEN);
-    k->ns = text_of(&c[CP_RDC_NS], &k->ns_len);
-    k->service = text_of(&c[CP_RDC_SERVICE], &k->service_len);
-    k->pod = text_of(&c[CP_RDC_POD], &k->pod_len);
+    k->ns = cp_sql_strn(&c[CP_RDC_NS], &k->ns_len);
+    k->service = cp_sql_strn(&c[CP_RDC_SERVICE], &k->service_len);
+    k->pod = cp_sql_strn(&c[CP_RDC_POD], &k->pod_len);
     k->restart_ms = i64_of(c, CP_RDC_RESTART);
     k->method_id = (int32_t)i64_of(c, CP_RDC_METHOD_ID);
-    k->method = text_of(&c[CP_RDC_METHOD], &k->method_len);
-    k->thread = text_of(&c[CP_RDC_THREAD], &k->thread_len);
-    k->params_json = text_of(&c[CP_RDC_PARAMS], &k->params_json_len);
+    k->method = cp_sql_strn(&c[CP_RDC_METHOD], &k->method_len);
+    k->thread = cp_sql_strn(&c[CP_RDC_THREAD], &k->thread_len);
+    k->params_json = cp_sql_strn(&c[CP_RDC_PARAMS], &k->params_json_len);
     k->error = i64_of(c, CP_RDC_ERROR) != 0;
     k->trace_file_index = (int32_t)i64_of(c, CP_RDC_TFI);
     k->buffer_offset = (int32_t)i64_of(c, CP_RDC_BO);
     k->record_index = (int32_t)i64_of(c, CP_RDC_RI);
     /* NULL when the call has a trace */
-    k->trace_reason = c[CP_RDC_TRACE_REASON].type == CP_SQL_TEXT ? (const char *)c[CP_RDC_TRACE_REASON].p : NULL;
+    k->trace_reason = cp_sql_opt(&c[CP_RDC_TRACE_REASON]);
 }
 
 typedef struct get_walk {
@@ -379,7 +373,7 @@ typedef struct window_names {
 static int row_window_name(void *ud, const cp_sql_val *c, size_t n)
 {
     window_names *w = ud;
-    const char *name = n && c[0].type == CP_SQL_TEXT ? (const char *)c[0].p : NULL;
+    const char *name = n ? cp_sql_opt(&c[0]) : NULL;
     if (!name || !cp_hot_calls_name_ok(name) || w->n == CP_RD_MAX_WINDOWS) return CP_OK;
     if (cp_grow((void **)&w->v, &w->cap, w->n + 1, sizeof *w->v, 4) != CP_OK) return cp_rd_oom(w->x);
     snprintf(w->v[w->n++], CP_HOT_NAME_LEN, "%s", name);
@@ -393,18 +387,11 @@ int cp_rd_get(const cp_rd_ctx *x, const cp_call_ref *ref, int with_trace, cp_cal
     snprintf(sql, sizeof sql,
              "SELECT table_name FROM inventory WHERE table_type = 'calls' AND status IN ('ready', 'persisting')"
              " AND start_time <= $1 AND end_time > $1 ORDER BY start_time DESC, table_name%s",
-             bytewise(x));
+             cp_sqldb_bytewise(x->db));
     cp_sql_val w[1] = {cp_sql_i64(ref->ts_ms)};
     window_names names = {x, NULL, 0, 0};
     int st = cp_rd_exec(x, sql, w, 1, row_window_name, &names, "windows of a call");
-    /* the order they are looked in stays the listing's: locking sorts a copy */
-    char(*locked)[CP_HOT_NAME_LEN] = NULL;
-    if (st == CP_OK && pg && names.n) {
-        locked = malloc(names.n * sizeof *locked);
-        if (!locked) st = cp_rd_oom(x);
-        else memcpy(locked, names.v, names.n * sizeof *locked);
-        if (st == CP_OK) st = cp_rd_lock_tables(x, locked, names.n);
-    }
+    if (st == CP_OK) st = cp_rd_lock_tables(x, names.v, names.n, sizeof *names.v);
     cp_sql_val p[6] = {cp_sql_i64(ref->ts_ms),          cp_sql_i64(ref->restart_ms),
                        cp_sql_i64((int64_t)ref->pod_hash), cp_sql_i64(ref->trace_file_index),
                        cp_sql_i64(ref->buffer_offset),    cp_sql_i64(ref->record_index)};
@@ -420,7 +407,6 @@ int cp_rd_get(const cp_rd_ctx *x, const cp_call_ref *ref, int with_trace, cp_cal
         g.table = names.v[i];
         st = cp_rd_exec(x, q, p, 6, row_get, &g, "call lookup");
     }
-    free(locked);
     free(names.v);
     if (st == CP_OK && !g.found) {
         snprintf(x->err, x->errlen, "no such call");

@@ -148,10 +148,12 @@ void cp_rd_call_of(const cp_sql_val *cols, cp_call *c);
  * CP_ENOTFOUND (err says "no such call") when none has it. */
 int cp_rd_get(const cp_rd_ctx *x, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud);
 
-/* PostgreSQL: ACCESS SHARE locks on tables names[0..n) (each CP_HOT_NAME_LEN bytes; sorted
- * here, so every reader takes them in one order) until the transaction ends, so no
- * compaction drops them meanwhile. Nothing to do on SQLite (its snapshot keeps them). */
-int cp_rd_lock_tables(const cp_rd_ctx *x, char (*names)[CP_HOT_NAME_LEN], size_t n);
+/* PostgreSQL: ACCESS SHARE locks on n tables until the transaction ends, so no compaction
+ * drops them meanwhile; taken in name order (every reader takes them in one order). The
+ * names are NUL-terminated (at most CP_HOT_NAME_LEN bytes) at names, names + stride, ...:
+ * a list of names, or of structs that start with one. Nothing to do on SQLite (its
+ * snapshot keeps the tables). */
+int cp_rd_lock_tables(const cp_rd_ctx *x, const void *names, size_t n, size_t stride);
 
 /* cp_reader_ops.pods, .words and .bounds (has_cold: the catalog has s3_files). */
 int cp_rd_pods(const cp_rd_ctx *x, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud);

@@ -872,13 +872,8 @@ static int list_windows(pg_search *s)
     }
     PQclear(res);
     if (st != CP_OK || s->ncur == 0) return st;
-    /* the locks, on a copy of the names (the cursors keep the listing order) */
-    char(*names)[CP_HOT_NAME_LEN] = malloc(s->ncur * sizeof *names);
-    if (!names) return pg_oom(r);
-    for (size_t i = 0; i < s->ncur; i++) memcpy(names[i], s->cur[i].name, CP_HOT_NAME_LEN);
     cp_rd_ctx x = ctx_of(r);
-    st = cp_rd_lock_tables(&x, names, s->ncur);
-    free(names);
+    st = cp_rd_lock_tables(&x, s->cur, s->ncur, sizeof *s->cur); /* a cursor starts with its name */
     size_t per = PG_FETCH_BUDGET / s->ncur;
     s->fetch_max = per < PG_FETCH_MIN ? PG_FETCH_MIN : per > PG_FETCH_MAX ? PG_FETCH_MAX : (int)per;
     return st;

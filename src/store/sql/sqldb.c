@@ -16,6 +16,8 @@ void cp_sqldb_close(cp_sqldb *db)
 
 int cp_sqldb_is_pg(const cp_sqldb *db) { return db->pg; }
 
+const char *cp_sqldb_bytewise(const cp_sqldb *db) { return db->pg ? " COLLATE \"C\"" : ""; }
+
 int cp_sqldb_text_ok(const cp_sqldb *db, const char *s, size_t n) { return !db->pg || cp_pg_text_ok(s, n); }
 
 int cp_sqldb_exec(cp_sqldb *db, const char *sql, const cp_sql_val *p, size_t np, cp_sqldb_row_fn fn, void *ud,

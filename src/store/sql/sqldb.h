@@ -44,6 +44,14 @@ static inline const char *cp_sql_str(const cp_sql_val *v)
     return v->type == CP_SQL_TEXT && v->p ? (const char *)v->p : "";
 }
 static inline int64_t cp_sql_int(const cp_sql_val *v, int64_t dflt) { return v->type == CP_SQL_I64 ? v->i : dflt; }
+/* A result column as text, NULL when it is not text (SQL NULL). */
+static inline const char *cp_sql_opt(const cp_sql_val *v) { return v->type == CP_SQL_TEXT ? (const char *)v->p : NULL; }
+/* As cp_sql_str, with its length in *len (0 for NULL). */
+static inline const char *cp_sql_strn(const cp_sql_val *v, size_t *len)
+{
+    *len = v->type == CP_SQL_TEXT ? v->n : 0;
+    return cp_sql_str(v);
+}
 
 /* Called once per result row; non-zero stops the statement and is returned by exec. */
 typedef int (*cp_sqldb_row_fn)(void *ud, const cp_sql_val *cols, size_t ncols);
@@ -64,6 +72,11 @@ struct pg_conn;
  * Code written once for both catalogs runs on the owner's connection this way. */
 int cp_sqldb_wrap_sqlite(struct sqlite3 *conn, cp_sqldb **out);
 int cp_sqldb_wrap_pg(struct pg_conn *conn, cp_sqldb **out);
+
+/* The collation that orders text bytewise, to append to a column in ORDER BY:
+ * " COLLATE \"C\"" on PostgreSQL (whatever the database's locale), "" on SQLite (which
+ * compares text bytewise already). */
+const char *cp_sqldb_bytewise(const cp_sqldb *db);
 
 /* 1 if the database stores s[0..n) as text unchanged. PostgreSQL takes only valid UTF-8
  * without NUL (exec cleans other text, so a lookup of it would find nothing); SQLite
