@@ -43,7 +43,8 @@ static const char *const stream_values[CP_M_STREAM_COUNT] = {"trace",      "call
                                                              "gc",         "td",            "top",     "heap"};
 static const char *const ack_values[CP_M_ACK_COUNT] = {"ok", "error"};
 static const char *const hot_values[CP_M_HOT_COUNT] = {"assembly", "transaction"};
-static const char *const mem_values[CP_M_MEM_COUNT] = {"tail_copies", "partial_records", "assembly"};
+static const char *const mem_values[CP_M_MEM_COUNT] = {"tail_copies", "partial_records", "assembly",
+                                                       "writer_queue"};
 static const char *const asm_values[CP_M_ASM_COUNT] = {"extents", "waiting_calls", "values", "words", "other"};
 static const char *const auth_values[CP_M_AUTH_COUNT] = {"missing", "bad_credentials", "expired", "forbidden",
                                                          "backoff"};

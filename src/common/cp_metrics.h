@@ -99,7 +99,7 @@ typedef enum {
 typedef enum { CP_M_ACK_OK, CP_M_ACK_ERROR, CP_M_ACK_COUNT } cp_m_ack;
 
 typedef enum { CP_M_HOT_ASSEMBLY, CP_M_HOT_TRANSACTION, CP_M_HOT_COUNT } cp_m_hot_stage;
-typedef enum { CP_M_MEM_TAILS, CP_M_MEM_PARTIAL, CP_M_MEM_ASSEMBLY, CP_M_MEM_COUNT } cp_m_mem_part;
+typedef enum { CP_M_MEM_TAILS, CP_M_MEM_PARTIAL, CP_M_MEM_ASSEMBLY, CP_M_MEM_WRITER, CP_M_MEM_COUNT } cp_m_mem_part;
 typedef enum {
     CP_M_ASM_EXTENTS,
     CP_M_ASM_WAITING_CALLS,

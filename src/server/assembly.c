@@ -72,20 +72,16 @@ static int io_emit(void *ud, const cp_call *call)
     cp_conn *c = ud;
     cp_server *s = c->srv;
     cp_metrics_inc(s->cfg->metrics, CP_M_CALLS_ASSEMBLED, 0);
-    if (cp_catalog_call_put(s->catalog, call) != CP_OK) {
+    /* the catalog writer stores it; if it cannot, the raw log keeps the call's bytes: the
+     * restart stays incomplete and recovery stores it later */
+    if (cp_catw_call(c, call) != CP_OK) {
         cp_metrics_inc(s->cfg->metrics, CP_M_CALLS_STORE_FAILURES, 0);
-        /* the raw log keeps the call's bytes: the restart stays incomplete and recovery
-         * stores it later; one bad row must not stop the others */
-        c->hot_lost = 1;
         if (s->calls_failed++ % 1000 == 0)
-            cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: cannot store a call: %s", c->peer, c->pod.pod_id,
-                       cp_catalog_errmsg(s->catalog));
+            cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: no memory to queue a call for the catalog", c->peer,
+                       c->pod.pod_id);
         return 0;
     }
-    c->txn_gen = s->txn_gen; /* if this transaction fails, the connection's calls need recovery */
     s->calls_stored++;
-    /* stored once the transaction commits (cp_srv_calls_committed) */
-    cp_metrics_gauge_add(s->cfg->metrics, CP_M_HOT_QUEUE, CP_M_HOT_TRANSACTION, 1);
     return 0;
 }
 
@@ -172,8 +168,7 @@ static void prepare_windows(cp_server *s, uint64_t now)
 {
     if (now < s->next_windows) return;
     s->next_windows = now + WINDOWS_INTERVAL_MS;
-    if (cp_catalog_windows_prepare(s->catalog, cp_now_ms()) != CP_OK)
-        cp_srv_log(s, CP_LOG_ERROR, "catalog: hot windows: %s", cp_catalog_errmsg(s->catalog));
+    cp_catw_windows(s, cp_now_ms());
 }
 
 /* After a burst (assembly's state fell by TRIM_STEP since the last look) the memory it
@@ -221,6 +216,8 @@ static void on_asm_timer(uv_timer_t *t)
     cp_metrics_set(s->cfg->metrics, CP_M_INGEST_GATED, 0, (int64_t)s->ngated);
     for (int i = 0; i < CP_M_ASM_COUNT; i++) cp_metrics_set(s->cfg->metrics, CP_M_ASSEMBLY_MEMORY, i, (int64_t)part[i]);
     release_freed(s, asm_mem);
+    cp_metrics_set(s->cfg->metrics, CP_M_INGEST_MEMORY, CP_M_MEM_WRITER,
+                   (int64_t)__atomic_load_n(&s->catw.bytes, __ATOMIC_RELAXED));
 }
 
 void cp_srv_asm_timer_start(cp_server *s)

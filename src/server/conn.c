@@ -60,7 +60,8 @@ static void update_reading(cp_conn *c)
     int want;
     if (c->closed || c->eof) want = 0;
     else if (c->state == CONN_CLOSING) want = c->shut == 2;
-    else want = c->state == CONN_ACTIVE && !c->held && !c->gated &&
+    else want = c->state == CONN_ACTIVE && !c->held && !c->gated && !c->paused &&
+                !(c->identified && cp_catw_full(c->srv)) &&
                 c->write_queued + c->out.len + c->tls_out.len <= CP_SRV_WRITE_HIGH && c->in.len <= CP_SRV_STASH_HIGH;
     if (want && !c->reading) {
         if (uv_read_start(stream_of(c), alloc_cb, read_cb) == 0) c->reading = 1;
@@ -207,6 +208,10 @@ static size_t process(cp_conn *c, const uint8_t *p, size_t n)
     size_t off = 0;
     data_run run = {.n = 0};
     while (c->state == CONN_ACTIVE && !c->gated && off < n) {
+        if (c->identified && cp_catw_full(c->srv)) { /* the rest waits for the catalog writer */
+            c->paused = 1;
+            break;
+        }
         cp_cmd cmd;
         size_t used;
         int st = cp_wire_parse(p + off, n - off, &cmd, &used);
@@ -299,10 +304,11 @@ static void peer_gone(cp_conn *c, int err)
     c->eof = 1;
     update_reading(c);
     if (c->state == CONN_CLOSING) hard_close(c, NULL); /* drained: the peer is gone */
-    else if (c->state == CONN_ACTIVE && !c->gated)
+    else if (c->state == CONN_ACTIVE && !c->gated && !c->paused)
         cp_conn_close(c, err != UV_EOF ? uv_strerror(err) : c->in.len ? "peer closed mid-command" : "peer closed");
-    /* CONN_WAIT_SYNC, or in the gate's line: handled when the sync is done or the gate lets
-     * it in (stashed commands come first) */
+    /* CONN_WAIT_SYNC, in the gate's line, or paused for the catalog writer: handled when
+     * the sync is done, the gate lets it in or the writer caught up (stashed commands come
+     * first) */
 }
 
 /* A TLS handshake failed, stalled or presented a refused certificate (metrics). */
@@ -364,6 +370,11 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
     else input(c, (const uint8_t *)buf->base, (size_t)nread);
     cp_conn_flush(c);
     if (!c->closed) cp_srv_gate_account(c);
+    if (cp_catw_full(s) && !s->writer_held) { /* the catalog writer is behind: nobody reads on */
+        s->writer_held = 1;
+        s->last_reader = c;
+        cp_srv_reading_resume(s); /* (re-evaluates every connection: they stop) */
+    }
     /* its share of the iteration read: the rest waits for the next one */
     if (c->iter_gen != s->iter_gen) c->iter_gen = s->iter_gen, c->iter_read = 0;
     c->iter_read += (uint32_t)nread;
@@ -373,6 +384,30 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
         s->held[s->nheld++] = c;
     }
     update_reading(c);
+}
+
+static void resume(cp_conn *c);
+
+/* Every connection re-evaluated. Those after the last one that read before the writer's
+ * queue filled up start first: sockets are polled in the order they are armed, so the
+ * same order every time would starve the connections at the end of the list. */
+void cp_srv_reading_resume(cp_server *s)
+{
+    if (!cp_catw_full(s)) s->writer_held = 0;
+    /* first the connections that stopped mid-input: their stashed commands go on (until
+     * the queue is full again; the rest go on next time) */
+    for (cp_conn *k = s->conns, *next; k && !cp_catw_full(s); k = next) {
+        next = k->next;
+        if (!k->paused) continue;
+        k->paused = 0;
+        if (!k->closed && k->state == CONN_ACTIVE) resume(k);
+    }
+    cp_conn *mark = s->last_reader;
+    for (cp_conn *k = mark ? mark->next : s->conns; k; k = k->next) update_reading(k);
+    for (cp_conn *k = s->conns; mark && k; k = k->next) {
+        update_reading(k);
+        if (k == mark) break;
+    }
 }
 
 void cp_srv_release_held(cp_server *s)
@@ -397,7 +432,7 @@ static void resume(cp_conn *c)
         if (c->state != CONN_CLOSING) cp_buf_consume(&c->in, k);
         if (c->in.len == 0) cp_buf_free(&c->in);
     }
-    if (c->state == CONN_ACTIVE && c->eof && !c->gated)
+    if (c->state == CONN_ACTIVE && c->eof && !c->gated && !c->paused)
         cp_conn_close(c, c->in.len ? "peer closed mid-command" : "peer closed");
     cp_conn_flush(c);
     if (!c->closed) cp_srv_gate_account(c);
@@ -423,17 +458,13 @@ static void conn_release(cp_conn *c)
         if (c->slots[i].file) cp_sfile_finalize(c->slots[i].file);
     cp_srv_gate_drop(c);
     cp_srv_asm_finish(c); /* reads the files: before they are freed */
-    if (c->identified) {
-        /* every call is in the open transaction or an earlier one that committed (a failed
-         * one marked hot_lost): the restart is complete when this transaction commits */
-        if (c->hot_lost) s->recovery_due = 1; /* once it leaves the live registry */
-        else if (cp_catalog_restart_complete(s->catalog, &c->pod) != CP_OK)
-            cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
-        cp_srv_unlive(s, c->restart_key);
-    }
+    /* every call of the connection is queued for the catalog writer before this: the
+     * restart is complete (unless one was lost) when that transaction commits */
+    if (c->identified) cp_catw_restart_done(c);
     cp_srv_buffered(c, 0); /* its decoders go */
     for (size_t i = 0; c->held && i < s->nheld; i++)
         if (s->held[i] == c) s->held[i] = NULL;
+    if (s->last_reader == c) s->last_reader = c->prev;
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) cp_sfile_free(c->slots[i].file);
     while (c->retired) {
         cp_sfile *f = c->retired;
@@ -443,7 +474,7 @@ static void conn_release(cp_conn *c)
     if (c->prev) c->prev->next = c->next;
     else s->conns = c->next;
     if (c->next) c->next->prev = c->prev;
-    s->nconns--;
+    __atomic_sub_fetch(&s->nconns, 1, __ATOMIC_RELAXED);
     cp_metrics_set(s->cfg->metrics, CP_M_AGENT_CONNECTIONS_OPEN, 0, (int64_t)s->nconns);
     cp_srv_fd_budget(s);
     cp_rawlog_restart_free(&c->restart);
@@ -525,8 +556,7 @@ void cp_conn_close(cp_conn *c, const char *reason)
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++)
         if (c->slots[i].file) cp_sfile_finalize(c->slots[i].file);
     cp_srv_asm_finish(c); /* every call of the connection goes to the hot tier now */
-    if (c->identified && cp_catalog_pod_touch(c->srv->catalog, &c->pod, cp_now_ms()) != CP_OK)
-        cp_srv_log(c->srv, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(c->srv->catalog));
+    if (c->identified) cp_catw_pod(c, 0, cp_now_ms());
     if (cp_conn_has_unsynced(c) && cp_sync_join(c, 0) == CP_OK) return; /* shut down after the sync */
     conn_shutdown(c);
 }
@@ -557,6 +587,23 @@ void cp_conn_sync_done(cp_conn *c, int err)
         return;
     }
     c->state = CONN_ACTIVE;
+    if (c->reply_len) { /* a handshake's or an INIT's reply waited for its catalog rows */
+        int refused = err || cp_catw_failed_since(c->srv, c->catw_lo);
+        size_t n = c->reply_len;
+        c->reply_len = 0;
+        c->catw_lo = 0;
+        if (refused && c->reply_init) {
+            cp_proto_init_fail(c, err ? "fsync failed" : "the catalog did not take the stream file's row");
+            return;
+        }
+        if (refused) {
+            if (err) cp_conn_fail(c, "fsync failed: %s", strerror(err));
+            else cp_conn_fail(c, "cannot register the pod in the catalog");
+            cp_conn_flush(c);
+            return;
+        }
+        cp_conn_reply(c, c->reply, n);
+    }
     if (err) {
         cp_conn_fail(c, "fsync failed: %s", strerror(err));
         cp_conn_flush(c);
@@ -618,7 +665,8 @@ void cp_conn_accept(cp_server *s, uv_stream_t *listener, int tls)
     c->next = s->conns;
     if (s->conns) s->conns->prev = c;
     s->conns = c;
-    s->nconns++;
+    __atomic_add_fetch(&s->nconns, 1, __ATOMIC_RELAXED); /* /api/v1/health reads it */
+    c->id = ++s->next_conn_id;
     cp_metrics_set(s->cfg->metrics, CP_M_AGENT_CONNECTIONS_OPEN, 0, (int64_t)s->nconns);
     for (size_t i = 0; i < CP_STREAM_KIND_COUNT; i++) c->slots[i].last_seq = -1;
     c->accept_ms = cp_now_ms();
@@ -666,5 +714,6 @@ void cp_conn_sweep(cp_conn *c, uint64_t now)
         return;
     }
     uint32_t idle = c->srv->cfg->idle_timeout_ms;
-    if (idle && !c->gated && now - c->last_io_ms >= idle) cp_conn_close(c, "idle timeout"); /* gated: ours */
+    if (idle && !c->gated && !c->paused && now - c->last_io_ms >= idle)
+        cp_conn_close(c, "idle timeout"); /* gated or paused: ours */
 }

@@ -15,6 +15,9 @@
 #include <stdint.h>
 
 enum { CP_LOG_ERROR = 0, CP_LOG_WARN = 1, CP_LOG_INFO = 2, CP_LOG_DEBUG = 3 };
+enum { CP_CATW_AUTO = 0, CP_CATW_THREAD = 1, CP_CATW_INLINE = 2 };
+/* "auto" | "thread" | "inline" -> CP_CATW_*; CP_OK or CP_EINVAL. */
+int cp_catw_mode_parse(const char *v, int *mode);
 
 #define CP_SERVER_PORT_OFF (-1)
 /* Where a client certificate names its agent's namespace (--tls-namespace-from-cert):
@@ -64,10 +67,13 @@ typedef struct cp_server_config {
      * RCV_DATA) or a refused INIT, and cp_server_disk_low() says so to the uploads. */
     uint64_t min_free_bytes;
     unsigned min_free_pct;
-    /* The memory ingest may hold (issue 18, default 64 MiB, 0 = no bound): half of it for
-     * the copies of recently appended trace/sql/xml bytes (assembly reads them back; past
-     * the share, reads go to the page cache), a quarter for the SQLite catalog's page
-     * cache, and max_buffered (by default the last quarter) for partial records. */
+    /* The memory ingest may hold (issue 18, default 64 MiB, 0 = no bound), in shares: an
+     * eighth for the copies of recently appended trace/sql/xml bytes (assembly reads them
+     * back; past the share, reads go to the page cache), a sixteenth for assembly's
+     * resolved-value caches, a quarter for trace waiting for its calls records (the gate),
+     * a quarter for the SQLite catalog's page cache, and max_buffered (by default an
+     * eighth) for partial records. Inside the gate's quarter, a thirty-second at most for
+     * the ops on their way to the catalog writer thread. */
     uint64_t ingest_memory;
     /* Partial records the decoders may hold for all agents together (default 16 MiB, a
      * quarter of ingest_memory): beyond it, an agent holding more than its fair share
@@ -76,6 +82,9 @@ typedef struct cp_server_config {
     uint32_t max_rotations_per_min;   /* INITs of one stream name per minute (default 1200) */
     uint32_t max_files_per_conn;      /* stream files one connection may open (default 20000) */
     uint64_t wal_max;                 /* SQLite catalog: the WAL's bound (0 = 64 MiB) */
+    /* Where the catalog writes of ingest run: CP_CATW_AUTO (a writer thread when the
+     * process may use two CPUs or more, else the loop thread), CP_CATW_THREAD, CP_CATW_INLINE. */
+    int ingest_writer;
     cp_server_log_fn log;             /* NULL = silent */
     void *log_ud;
     int log_level;                    /* CP_LOG_*, default CP_LOG_INFO */

@@ -78,6 +78,10 @@ static int ticket_take(cp_server *s, cp_conn *c, uint64_t now)
     return 0;
 }
 
+/* What the share holds: assembly's waiting bytes and the calls on their way to the
+ * catalog writer (its queue: the other place calls wait for the hot tier). */
+static uint64_t held(const cp_server *s) { return s->asm_waiting + __atomic_load_n(&s->catw.bytes, __ATOMIC_RELAXED); }
+
 /* The connection's waiting bytes counted again (O(1)); the over/under state follows.
  * Its held input counts too: in the line that is up to one read. */
 static void count(cp_conn *c)
@@ -86,7 +90,7 @@ static void count(cp_conn *c)
     uint64_t now = cp_asm_waiting_bytes(c->asm_) + c->in.cap;
     s->asm_waiting = s->asm_waiting - c->asm_waiting + now;
     c->asm_waiting = now;
-    if (!s->asm_over && s->asm_waiting >= s->asm_share) {
+    if (!s->asm_over && held(s) >= s->asm_share) {
         s->asm_over = 1;
         s->gate_closings++;
         cp_metrics_inc(s->cfg->metrics, CP_M_INGEST_GATE_CLOSINGS, 0);
@@ -138,7 +142,7 @@ void cp_srv_gate_iteration(cp_server *s)
 {
     if (!s->asm_share) return;
     uint64_t now = uv_now(&s->loop);
-    if (s->asm_over && s->asm_waiting < s->asm_share / GATE_LOW_DEN * GATE_LOW_NUM) {
+    if (s->asm_over && held(s) < s->asm_share / GATE_LOW_DEN * GATE_LOW_NUM) {
         s->asm_over = 0;
         for (size_t i = 0; i < CP_SRV_GATE_HOLDERS; i++)
             if (s->holders[i]) ticket_return(s, s->holders[i]);

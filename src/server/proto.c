@@ -72,11 +72,11 @@ static int identify(cp_conn *c, cp_field ns, cp_field service, cp_field pod)
     }
     c->pod.restart_ms = c->restart.restart_ms;
     c->touched_ms = cp_now_ms();
-    /* committed before the agent is answered: recovery finds a restart through its rows,
-     * so none may hold data the catalog does not know of */
-    if (cp_catalog_pod_register(s->catalog, &c->pod, c->touched_ms) != CP_OK || cp_srv_commit(s) != CP_OK) {
-        cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: cannot register it: %s", c->peer, c->pod.pod_id,
-                   cp_catalog_errmsg(s->catalog));
+    /* committed before the agent is answered (the reply waits in a sync batch: callers):
+     * recovery finds a restart through its rows, so none may hold data the catalog does
+     * not know of */
+    if (cp_catw_pod(c, 1, c->touched_ms) != CP_OK) {
+        cp_srv_log(s, CP_LOG_ERROR, "%s: pod %s: out of memory for its catalog row", c->peer, c->pod.pod_id);
         cp_rawlog_restart_free(&c->restart);
         cp_proto_free_ident(c);
         return CP_EIO;
@@ -121,11 +121,12 @@ static int on_handshake(cp_conn *c, const cp_cmd *cmd)
         cp_conn_close(c, "blacklisted namespace");
         return CP_PROTO_STOP;
     }
-    if (identify(c, cmd->u.hs.ns, cmd->u.hs.service, cmd->u.hs.pod) != CP_OK) {
+    uint64_t lo = cp_catw_gen(c->srv) + 1; /* its first catalog row */
+    if (identify(c, cmd->u.hs.ns, cmd->u.hs.service, cmd->u.hs.pod) != CP_OK ||
+        cp_sync_join_reply(c, lo, reply, cp_wire_put_version(reply, c->srv->cfg->protocol_version), 0) != CP_OK) {
         cp_conn_fail(c, "cannot register the pod"); /* 0xFF: the agent retries in 10 s */
         return CP_PROTO_STOP;
     }
-    cp_conn_reply(c, reply, cp_wire_put_version(reply, c->srv->cfg->protocol_version));
     return CP_PROTO_NEXT;
 }
 
@@ -138,7 +139,7 @@ static int on_version_legacy(cp_conn *c)
 
 /* ---- 0x15 INIT_STREAM_V2 (and the legacy 0x01 that carries one) ------------------------------ */
 
-static int init_fail(cp_conn *c, const char *why)
+int cp_proto_init_fail(cp_conn *c, const char *why)
 {
     uint8_t reply[16];
     cp_conn_reply(c, reply, cp_wire_put_init_fail(reply));
@@ -156,7 +157,7 @@ static int rotate(cp_conn *c, cp_stream_slot *slot)
     cp_sfile *old = slot->file;
     cp_sfile_finalize(old);
     if (old->raw.dirty) {
-        if (cp_sync_join(c, 0) != CP_OK) return init_fail(c, "cannot schedule fsync");
+        if (cp_sync_join(c, 0) != CP_OK) return cp_proto_init_fail(c, "cannot schedule fsync");
         return CP_PROTO_RETRY;
     }
     cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: %s file %lld rotated (%llu bytes)", c->peer, c->pod.pod_id,
@@ -175,13 +176,14 @@ static int rotate(cp_conn *c, cp_stream_slot *slot)
 static int on_init(cp_conn *c, const cp_cmd *cmd)
 {
     const cp_server_config *cfg = c->srv->cfg;
+    uint64_t lo = cp_catw_gen(c->srv) + 1; /* its first catalog row (the pod's, for a legacy INIT) */
     if (cmd->type == CP_CMD_INIT_LEGACY && !c->identified) {
         if (is_blacklisted(c->srv, cmd->u.init.ns)) {
             cp_metrics_inc(c->srv->cfg->metrics, CP_M_AGENT_CONNECTIONS_BLACKLISTED, 0);
-            return init_fail(c, "blacklisted namespace");
+            return cp_proto_init_fail(c, "blacklisted namespace");
         }
         if (identify(c, cmd->u.init.ns, cmd->u.init.service, cmd->u.init.pod) != CP_OK)
-            return init_fail(c, "cannot register the pod");
+            return cp_proto_init_fail(c, "cannot register the pod");
     }
     if (!need_identified(c, cmd)) return CP_PROTO_STOP;
     cp_field name = cmd->u.init.stream;
@@ -189,10 +191,11 @@ static int on_init(cp_conn *c, const cp_cmd *cmd)
     if (kind == CP_STREAM_UNKNOWN) {
         char why[96];
         snprintf(why, sizeof why, "unknown stream name '%.*s'", name.n > 40 ? 40 : (int)name.n, (const char *)name.p);
-        return init_fail(c, why);
+        return cp_proto_init_fail(c, why);
     }
     cp_stream_slot *slot = &c->slots[kind];
-    if (cp_srv_disk_refuse(c->srv, "an INIT")) return init_fail(c, "the data directory is below its free-space floor");
+    if (cp_srv_disk_refuse(c->srv, "an INIT"))
+        return cp_proto_init_fail(c, "the data directory is below its free-space floor");
     /* bounded files per connection: an INIT loop must not fill the disk and the catalog */
     uint64_t now = uv_now(&c->srv->loop);
     if (now - slot->inits_since >= 60000) {
@@ -200,9 +203,9 @@ static int on_init(cp_conn *c, const cp_cmd *cmd)
         slot->inits = 0;
     }
     if (cfg->max_rotations_per_min && ++slot->inits > cfg->max_rotations_per_min)
-        return init_fail(c, "more INITs of one stream in a minute than --max-rotations-per-minute allows");
+        return cp_proto_init_fail(c, "more INITs of one stream in a minute than --max-rotations-per-minute allows");
     if (cfg->max_files_per_conn && c->files_opened >= cfg->max_files_per_conn)
-        return init_fail(c, "more stream files than --max-files-per-connection allows");
+        return cp_proto_init_fail(c, "more stream files than --max-files-per-connection allows");
     if (slot->file) {
         int r = rotate(c, slot);
         if (r != CP_PROTO_NEXT) {
@@ -213,20 +216,21 @@ static int on_init(cp_conn *c, const cp_cmd *cmd)
     /* rollingSequenceId: never reuse a file index on this connection (§3.9) */
     int32_t seq = cmd->u.init.seq < 0 ? 0 : cmd->u.init.seq;
     if (slot->last_seq >= 0 && seq <= slot->last_seq) {
-        if (slot->last_seq == INT32_MAX) return init_fail(c, "rollingSequenceId overflow");
+        if (slot->last_seq == INT32_MAX) return cp_proto_init_fail(c, "rollingSequenceId overflow");
         seq = slot->last_seq + 1;
     }
     int32_t first_id = cmd->u.init.reset ? 0 : slot->next_word_id;
     if (cmd->u.init.reset && kind == CP_STREAM_DICTIONARY && c->asm_) cp_asm_dict_reset(c->asm_);
     cp_sfile *f;
-    if (cp_sfile_open(c, kind, seq, first_id, &f) != CP_OK) return init_fail(c, "cannot open the stream file");
+    if (cp_sfile_open(c, kind, seq, first_id, &f) != CP_OK) return cp_proto_init_fail(c, "cannot open the stream file");
     c->files_opened++;
     slot->file = f;
     slot->last_seq = seq;
     slot->next_word_id = first_id;
     uint8_t reply[36];
-    cp_conn_reply(c, reply,
-                  cp_wire_put_init_ok(reply, f->handle, cfg->rotation_period_ms[kind], cfg->rotation_size[kind], seq));
+    size_t n = cp_wire_put_init_ok(reply, f->handle, cfg->rotation_period_ms[kind], cfg->rotation_size[kind], seq);
+    /* answered once the file's row is committed */
+    if (cp_sync_join_reply(c, lo, reply, n, 1) != CP_OK) return cp_proto_init_fail(c, "cannot schedule the reply");
     char h[37];
     cp_sfile_handle_str(f, h);
     cp_srv_log(c->srv, CP_LOG_INFO, "%s: pod %s: %s file %lld opened (handle %s, requested seq %d, reset %d)", c->peer,
@@ -358,8 +362,7 @@ static int on_ack_flush(cp_conn *c, const cp_cmd *cmd)
     int64_t now = cp_now_ms();
     if (now - c->touched_ms >= CP_SRV_TOUCH_MS) {
         c->touched_ms = now;
-        if (cp_catalog_pod_touch(c->srv->catalog, &c->pod, now) != CP_OK)
-            cp_srv_log(c->srv, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(c->srv->catalog));
+        cp_catw_pod(c, 0, now);
     }
     if (!cp_conn_has_unsynced(c)) { /* everything received is already durable */
         cp_conn_reply(c, &ack_ok, 1);

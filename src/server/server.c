@@ -77,75 +77,13 @@ static void on_connection(uv_stream_t *l, int status)
     if (!s->stopping) cp_conn_accept(s, l, l == (uv_stream_t *)&s->tls_listener);
 }
 
-/* Catalog writes (metadata, hot-tier calls) are committed at most every COMMIT_MS: a
- * busy loop turns over thousands of times a second, and every commit rewrites the index
- * pages it touched into the WAL, so fewer, larger transactions write much less. The
- * catalog is not what the flush ack promises (the raw log is), and calls still show up
- * in queries within COMMIT_MS plus one assembly tick. */
-#define COMMIT_MS 100
-
-void cp_srv_unlive(cp_server *s, uint64_t key)
-{
-    if (cp_grow((void **)&s->unlive, &s->capunlive, s->nunlive + 1, sizeof *s->unlive, 16) == CP_OK)
-        s->unlive[s->nunlive++] = key;
-    else
-        cp_srv_recovery_live(s, key, 0); /* out of memory: at once (a pass may then race; it skips stored calls) */
-}
-
-/* Commits the catalog's open transaction. When that fails (a full disk), the calls of
- * the connections that put some into it are only in the raw log: those connections are
- * closed (their restarts stay incomplete) and the recovery worker stores their calls
- * once the catalog takes writes again. Restarts whose connections ended in the
- * transaction leave the live registry now, whatever the outcome. */
-void cp_srv_calls_committed(cp_server *s, int ok)
-{
-    cp_metrics *m = s->cfg->metrics;
-    int64_t n = cp_metrics_get(m, CP_M_HOT_QUEUE, CP_M_HOT_TRANSACTION); /* only this thread writes it */
-    if (n <= 0) return;
-    cp_metrics_add(m, ok ? CP_M_CALLS_STORED : CP_M_CALLS_STORE_FAILURES, 0, (uint64_t)n);
-    cp_metrics_set(m, CP_M_HOT_QUEUE, CP_M_HOT_TRANSACTION, 0);
-}
-
-int cp_srv_commit(cp_server *s)
-{
-    uint64_t gen = s->txn_gen++;
-    int st = cp_catalog_commit(s->catalog);
-    cp_srv_calls_committed(s, st == CP_OK);
-    if (st != CP_OK) {
-        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
-        size_t closed = 0;
-        for (cp_conn *c = s->conns, *next; c; c = next) {
-            next = c->next;
-            if (c->txn_gen != gen || !c->identified || c->hot_lost) continue;
-            c->hot_lost = 1;
-            cp_conn_close(c, "the hot tier could not store its calls; they will be recovered from the raw log");
-            closed++;
-        }
-        if (closed)
-            cp_srv_log(s, CP_LOG_WARN, "hot tier: a commit failed: %zu connections closed, their calls are recovered "
-                                       "from the raw log once the catalog takes writes again", closed);
-        cp_srv_recovery_kick(s);
-    }
-    for (size_t i = 0; i < s->nunlive; i++) cp_srv_recovery_live(s, s->unlive[i], 0);
-    s->nunlive = 0;
-    /* a pass kicked while the incomplete restarts were still live skipped them */
-    if (s->recovery_due) {
-        s->recovery_due = 0;
-        cp_srv_recovery_kick(s);
-    }
-    return st;
-}
-
-/* After every I/O poll: the catalog transaction when due, then the connections that
- * asked for durability share one fsync batch. */
+/* After every I/O poll: the connections that asked for durability share one fsync batch,
+ * and those that read their share of this iteration may read again. (The catalog's
+ * transactions are the writer thread's: catwriter.c.) */
 static void on_check(uv_check_t *h)
 {
     cp_server *s = h->data;
-    uint64_t now = uv_now(&s->loop);
-    if (now - s->last_commit >= COMMIT_MS) {
-        s->last_commit = now;
-        cp_srv_commit(s);
-    }
+    cp_catw_publish(s);
     cp_sync_submit(s);
     cp_srv_release_held(s);
     cp_srv_gate_iteration(s);
@@ -433,6 +371,10 @@ int cp_server_open(const cp_server_config *cfg, cp_server **out, char *err, size
         st = CP_EINVAL;
     }
     if (st == CP_OK) s->fs_fd = open(cfg->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* -1: no syncfs */
+    if (st == CP_OK && cp_catw_start(s, cfg->ingest_memory / 32, cfg->ingest_writer) != CP_OK) {
+        snprintf(err, errlen, "cannot start the catalog writer thread");
+        st = CP_EIO;
+    }
     if (st == CP_OK) check_disk(s); /* before the first agent */
     if (st == CP_OK && s->has_tls) st = cp_srv_tls_open(s, err, errlen); /* certificates before the port */
     if (st == CP_OK && s->has_plain) st = bind_listener(s, &s->listener, cfg->port, &s->port, err, errlen);
@@ -462,7 +404,7 @@ int cp_server_run(cp_server *s)
     uv_timer_start(&s->sweep, on_sweep, SWEEP_INTERVAL_MS, SWEEP_INTERVAL_MS);
     cp_srv_asm_timer_start(s);
     uv_run(&s->loop, UV_RUN_DEFAULT);
-    cp_srv_commit(s);
+    cp_catw_stop(s); /* what is queued is committed */
     return CP_OK;
 }
 
@@ -485,7 +427,6 @@ void cp_srv_maybe_finish(cp_server *s)
 {
     if (!s->stopping || s->finished || s->nconns || s->inflight || s->pending->nmembers) return;
     s->finished = 1;
-    cp_srv_commit(s);
     uv_close((uv_handle_t *)&s->check, NULL);
     uv_close((uv_handle_t *)&s->sweep, NULL);
     uv_close((uv_handle_t *)&s->asm_timer, NULL);
@@ -509,12 +450,13 @@ void cp_server_close(cp_server *s)
     if (!s) return;
     /* only loop-owned handles remain here (no connections): close and reap them */
     cp_srv_recovery_stop(s); /* between two restarts (or calls) of a pass */
+    cp_catw_stop(s); /* a server that never ran */
     uv_walk(&s->loop, close_any, NULL);
     uv_run(&s->loop, UV_RUN_DEFAULT);
     uv_loop_close(&s->loop);
     cp_catalog_close(s->catalog);
+    cp_catw_free(s);
     cp_srv_recovery_free(s);
-    free(s->unlive);
     if (s->fs_fd >= 0) close(s->fs_fd);
     cp_sync_free(s);
     cp_srv_tls_close(s); /* after the loop: every session (and its context reference) is gone */

@@ -100,6 +100,10 @@ struct cp_conn {
     uint32_t iter_gen;
     uint8_t in_batch;         /* member of the pending or the in-flight sync batch */
     uint8_t sync_ack;         /* the batch answers a REQUEST_ACK_FLUSH with 0x00 */
+    uint8_t reply_len;        /* a handshake or INIT reply waits for the batch (cp_sync_join_reply) */
+    uint8_t reply_init;       /* ... and it is an INIT's (a failure is a refused INIT, not 0xFF) */
+    uint8_t reply[40];
+    uint64_t catw_lo;         /* its catalog ops from this one on must be committed first */
     uint8_t closed;           /* uv_close called */
     uint8_t handle_gone;      /* close callback ran */
     uint8_t shut;             /* 1: uv_shutdown issued, 2: done (draining input) */
@@ -125,8 +129,8 @@ struct cp_conn {
                                  cut (a full disk): the restart stays incomplete, recovery redoes it */
     uint32_t files_opened;    /* stream files it opened (INITs that made a file) */
     uint64_t buffered;        /* partial-record bytes its decoders hold (in srv->buffered) */
-    uint64_t txn_gen;         /* the server's transaction its last call went into */
     uint64_t restart_key;     /* cp_srv_restart_key once identified (the live registry) */
+    uint64_t id;              /* unique in this process (the catalog writer's reports name it) */
     /* TLS (tls.c): replies in `out` are sealed into tls_out, which is what is written */
     struct cp_tls *tls;       /* NULL on the plain port */
     cp_buf tls_out;
@@ -136,6 +140,8 @@ struct cp_conn {
     char *tls_ns;             /* the namespace its client certificate allows, or NULL */
     /* gate.c: call assembly's share of --ingest-memory */
     uint8_t gated;            /* stopped at a trace payload: in the line, not read */
+    uint8_t paused;           /* stopped mid-input while the catalog writer's queue is full:
+                               * its stashed commands go on when it drained (cp_srv_reading_resume) */
     uint8_t ticket;           /* holder slot + 1: may send trace while over the share */
     cp_conn *gprev, *gnext;   /* the line */
     uint64_t gated_ms;        /* loop time it joined the line */
@@ -176,7 +182,42 @@ typedef struct cp_sync_batch {
     size_t nfds, cap_fds, cap_files;
     cp_buf dirs;              /* NUL-terminated directory paths */
     int err;                  /* errno of the first failure, 0 if none */
+    uint64_t catw_gen;        /* the catalog ops up to this are committed before the members
+                               * hear back (0: no member waits for the catalog) */
 } cp_sync_batch;
+
+/* The catalog's write side of ingest (catwriter.c): a writer thread fed with chunks of
+ * ops, or the same ops applied on the loop thread (inline). */
+typedef struct cp_catw_chunk cp_catw_chunk;
+typedef struct cp_catw_state cp_catw_state;
+typedef struct cp_catw {
+    int threaded, started, inited;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;        /* the writer waits for chunks (or its commit time) */
+    pthread_cond_t done_cv;   /* cp_catw_settle waits for a commit */
+    /* the loop's side */
+    cp_catw_chunk *cur;       /* the chunk being filled */
+    uint64_t gen;             /* ops made */
+    uint64_t published;       /* ops handed to the writer */
+    cp_buf scratch;           /* inline: the op being applied */
+    /* under mu */
+    cp_catw_chunk *head, **tail; /* handed over, not yet taken */
+    cp_catw_chunk *spare;     /* for reuse */
+    size_t nspare;
+    uint64_t bytes, limit;    /* chunks in flight; the bound past which agents are not read */
+    int full;                 /* bytes > limit (read without the lock by the loop) */
+    int idle, stop;
+    uint64_t want;            /* someone waits for the ops up to this to be committed */
+    uint64_t done;            /* the ops up to this are committed (or their transaction failed) */
+    uint64_t fail_hi;         /* the last op of the last failed transaction, or a failed pod or
+                               * stream row (cp_catw_failed_since) */
+    uint64_t *rep_close, *rep_lost, *rep_keys; /* reports, see catwriter.c */
+    size_t nrep_close, caprep_close, nrep_lost, caprep_lost, nrep_keys, caprep_keys;
+    int rep_kick, rep_unfull;
+    uv_async_t async;
+    cp_catw_state *x;         /* the transaction's side */
+} cp_catw;
 
 struct cp_server {
     const cp_server_config *cfg;
@@ -199,7 +240,6 @@ struct cp_server {
     int maintaining;
     int maintain_behind;      /* the last upkeep left work behind (a large WAL): run again */
     uint64_t next_maintain;   /* loop time of the next one */
-    uint64_t last_commit;     /* loop time of the last catalog commit */
     cp_rawlog_fdcache files;  /* open stream-file fds, capped (cp_rawlog.h) */
     int fs_fd;                /* the data directory, for syncfs of large batches (-1: none) */
     size_t nofile;            /* RLIMIT_NOFILE soft limit after raising it */
@@ -216,11 +256,7 @@ struct cp_server {
     uint64_t next_windows;    /* loop time of the next windows_prepare */
     uint64_t asm_mem_high;    /* assembly's memory at its highest since the last malloc_trim */
     uint64_t calls_stored, calls_failed;
-    uint64_t txn_gen;         /* the open catalog transaction's number (each commit ends one) */
-    uint64_t *unlive;         /* restarts that closed in it: they leave the live registry
-                               * once it is committed (or failed) */
-    size_t nunlive, capunlive;
-    int recovery_due; /* an incomplete restart leaves the registry at the next commit: kick then */
+    int recovery_due; /* an incomplete restart leaves the registry with the writer's next report: kick then */
     cp_recovery recovery;
     /* the free-space floor (written on the loop thread, read by any: atomics) */
     int disk_low;
@@ -242,6 +278,10 @@ struct cp_server {
     size_t ngated, ntickets;
     cp_conn *holders[CP_SRV_GATE_HOLDERS]; /* the ticket holders */
     uint32_t iter_gen;        /* loop iterations (wraps) */
+    cp_catw catw;
+    int writer_held;          /* reading stopped for the catalog writer's queue */
+    cp_conn *last_reader;     /* the last to read before it did (where reading resumes) */
+    uint64_t next_conn_id;
     size_t nheld, capheld;
 };
 /* The loop iteration ends: the held connections read again. */
@@ -266,6 +306,37 @@ void cp_srv_gate_iteration(cp_server *s);
 /* The connection goes: out of the line and the sums. */
 void cp_srv_gate_drop(cp_conn *c);
 
+/* The catalog writer's queue drained below its bound: connections read again. */
+void cp_srv_reading_resume(cp_server *s);
+
+/* catwriter.c: the loop's catalog writes, in order (copies are made when threaded). A
+ * failure to make one (no memory) marks the connection hot_lost. */
+int cp_catw_start(cp_server *s, uint64_t limit, int mode); /* mode: CP_CATW_* */
+void cp_catw_stop(cp_server *s);  /* commits what is queued; the writer joined */
+void cp_catw_free(cp_server *s);
+int cp_catw_pod(cp_conn *c, int register_it, int64_t now_ms);
+int cp_catw_stream(cp_conn *c, const cp_catalog_stream *row, int open);
+int cp_catw_word(cp_conn *c, int32_t id, const char *text, size_t len);
+int cp_catw_param(cp_conn *c, const cp_catalog_param *prm);
+int cp_catw_call(cp_conn *c, const cp_call *call);
+/* After the connection's last op: its restart becomes complete (unless an op of it
+ * failed) and its key leaves the live registry when that transaction ends. */
+void cp_catw_restart_done(cp_conn *c);
+void cp_catw_windows(cp_server *s, int64_t now_ms);
+/* Once per loop iteration: what was made goes to the writer (inline: commit when due). */
+void cp_catw_publish(cp_server *s);
+/* Ops made so far (the number of the last one). */
+uint64_t cp_catw_gen(const cp_server *s);
+int cp_catw_threaded(const cp_server *s);
+/* Returns once the ops up to gen are committed or their transaction failed: threaded,
+ * it waits (never call it on the loop thread then: it must be published first); inline,
+ * it commits now (only on the loop thread). */
+void cp_catw_settle(cp_server *s, uint64_t gen);
+/* 1 if a transaction that failed held an op numbered gen or later. */
+int cp_catw_failed_since(cp_server *s, uint64_t gen);
+/* 1 while the ops in flight are over their bound. */
+int cp_catw_full(const cp_server *s);
+
 /* server.c */
 void cp_srv_log(cp_server *s, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int cp_srv_log_enabled(const cp_server *s, int level);
@@ -277,11 +348,6 @@ void cp_srv_fd_shortage(cp_server *s, const char *why);
  * or the open files still exceed it (then a new connection is refused). */
 int cp_srv_fd_budget(cp_server *s);
 
-/* Commits the catalog's open transaction (what a failure means: server.c). */
-int cp_srv_commit(cp_server *s);
-/* A restart's connection is gone: it leaves the live registry after the next commit
- * attempt (its last calls are in the open transaction until then). */
-void cp_srv_unlive(cp_server *s, uint64_t key);
 
 /* Refuses work while the data directory is below its free-space floor: 1 when the
  * caller must refuse (logged, rate-limited), 0 otherwise. */
@@ -289,9 +355,6 @@ int cp_srv_disk_refuse(cp_server *s, const char *what);
 /* A connection's decoders now hold `now` bytes of partial records (they held c->buffered):
  * 0, or -1 when it must be refused (the budget is spent and it holds more than its share). */
 int cp_srv_buffered(cp_conn *c, uint64_t now);
-/* Metrics: the open catalog transaction committed (ok) or failed; its calls (counted in
- * the hot-queue gauge's "transaction" series) become stored or failed. */
-void cp_srv_calls_committed(cp_server *s, int ok);
 
 /* conn.c */
 void cp_conn_accept(cp_server *s, uv_stream_t *listener, int tls);
@@ -335,6 +398,8 @@ cp_sfile *cp_proto_data_target(cp_conn *c, const cp_cmd *cmd);
  * after a sync). */
 int cp_proto_data_run(cp_conn *c, cp_sfile *f, const struct iovec *v, int n);
 void cp_proto_free_ident(cp_conn *c);
+/* Refuses an INIT (its reply, logged) and closes the connection; CP_PROTO_STOP. */
+int cp_proto_init_fail(cp_conn *c, const char *why);
 
 /* sfile.c */
 int cp_sfile_open(cp_conn *c, cp_stream_kind kind, int32_t seq, int32_t first_word_id, cp_sfile **out);
@@ -384,6 +449,11 @@ int cp_sync_join(cp_conn *c, int ack);
 /* No fd could be opened for c's write: c and other connections with dirty files join
  * the pending batch (no ack), so that once synced their fds can be closed. */
 int cp_sync_pressure(cp_conn *c);
+/* The reply (a handshake's or an INIT's, n <= 40 bytes) goes out once the connection's
+ * catalog ops from `lo` on are committed and its files and directories are durable: it
+ * joins the pending batch and stops reading meanwhile. A commit that failed turns the
+ * reply into a refusal (0xFF, or a refused INIT when `init`). */
+int cp_sync_join_reply(cp_conn *c, uint64_t lo, const uint8_t *reply, size_t n, int init);
 /* Hands the pending batch to the threadpool unless one is in flight. */
 void cp_sync_submit(cp_server *s);
 

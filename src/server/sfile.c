@@ -78,9 +78,11 @@ int cp_sfile_open(cp_conn *c, cp_stream_kind kind, int32_t seq, int32_t first_wo
     char handle[37];
     cp_catalog_stream row;
     catalog_row(f, &row, handle);
-    /* committed before the INIT is answered: recovery finds the file through its row */
-    if (cp_catalog_stream_open(c->srv->catalog, &row) != CP_OK || cp_srv_commit(c->srv) != CP_OK) {
-        cp_srv_log(c->srv, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(c->srv->catalog));
+    /* committed before the INIT is answered (its reply waits: proto.c): recovery finds
+     * the file through its row */
+    if (cp_catw_stream(c, &row, 1) != CP_OK) {
+        cp_srv_log(c->srv, CP_LOG_ERROR, "%s: out of memory for the catalog row of %s file %lld", c->peer,
+                   cp_stream_kind_name(kind), (long long)seq + 1);
         cp_rawlog_file_close(&f->raw);
         free(f);
         return CP_EIO;
@@ -97,13 +99,13 @@ static int on_word(void *ud, const cp_word_rec *r)
     cp_server *s = f->conn->srv;
     cp_buf_reset(&s->scratch);
     if (cp_str16_to_utf8(&s->scratch, r->word) != CP_OK) return 1;
-    int st = cp_catalog_dict_put(s->catalog, &f->conn->pod, r->id, (const char *)s->scratch.data, s->scratch.len);
+    int st = cp_catw_word(f->conn, r->id, (const char *)s->scratch.data, s->scratch.len);
     if (st == CP_OK && f->conn->asm_ &&
         cp_asm_word(f->conn->asm_, r->id, (const char *)s->scratch.data, s->scratch.len) == CP_ENOMEM) {
         set_error(f, "out of memory for the dictionary");
         return 1;
     }
-    if (st != CP_OK) set_error(f, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    if (st != CP_OK) set_error(f, "out of memory for the catalog writer");
     return st != CP_OK;
 }
 
@@ -126,8 +128,8 @@ static int on_param(void *ud, const cp_param_rec *r)
         .signature = base + name_len,
         .signature_len = s->scratch.len - 1 - name_len,
     };
-    int st = cp_catalog_param_put(s->catalog, &f->conn->pod, &prm);
-    if (st != CP_OK) set_error(f, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    int st = cp_catw_param(f->conn, &prm);
+    if (st != CP_OK) set_error(f, "out of memory for the catalog writer");
     return st != CP_OK;
 }
 
@@ -252,9 +254,7 @@ void cp_sfile_finalize(cp_sfile *f)
     row.bytes = f->raw.size;
     row.status = f->failed ? "failed" : "closed";
     row.error = f->error;
-    cp_server *s = f->conn->srv;
-    if (cp_catalog_stream_close(s->catalog, &row) != CP_OK)
-        cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
+    cp_catw_stream(f->conn, &row, 0);
 }
 
 void cp_sfile_free(cp_sfile *f)

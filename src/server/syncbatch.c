@@ -3,12 +3,15 @@
  * A connection that needs durability (a REQUEST_ACK_FLUSH, a rotation, a close, or a
  * write that found no free fd -- see cp_sync_pressure) joins the pending batch with the
  * fds of its files written since its last sync and the directories whose new entries
- * are not yet durable, and stops processing input. Once per loop iteration (the check
- * phase, after the catalog commit) the pending batch goes to the threadpool if no batch
+ * are not yet durable, and stops processing input. A handshake or an INIT joins too: its
+ * reply waits until its catalog rows are committed (cp_sync_join_reply). Once per loop
+ * iteration (the check phase) the pending batch goes to the threadpool if no batch
  * is in flight; a worker fdatasyncs every fd and fsyncs every directory (or, for a batch
  * of 8 or more on the data directory's file system, runs one syncfs); back on the loop
  * each member gets its answer. So the fsyncs of all connections that flushed while one
- * batch ran are shared by the next batch.
+ * batch ran are shared by the next batch. A batch with a member waiting for catalog rows
+ * also waits, on the worker, for the catalog writer to commit them (inline: they are
+ * committed on the loop before the batch is handed over).
  *
  * The worker only reads the batch's own copies (fds, paths). A member connection is
  * never freed while it is in a batch (conn.c defers that), and the fds handed to the
@@ -90,6 +93,20 @@ int cp_sync_join(cp_conn *c, int ack)
     return CP_OK;
 }
 
+int cp_sync_join_reply(cp_conn *c, uint64_t lo, const uint8_t *reply, size_t n, int init)
+{
+    if (n > sizeof c->reply) return CP_EINVAL;
+    if (cp_sync_join(c, 0) != CP_OK) return CP_ENOMEM;
+    memcpy(c->reply, reply, n);
+    c->reply_len = (uint8_t)n;
+    c->reply_init = (uint8_t)init;
+    c->catw_lo = lo;
+    cp_sync_batch *b = c->srv->pending;
+    uint64_t gen = cp_catw_gen(c->srv);
+    if (b->catw_gen < gen) b->catw_gen = gen;
+    return CP_OK;
+}
+
 static size_t dirty_files(const cp_conn *c)
 {
     size_t n = 0;
@@ -114,7 +131,7 @@ int cp_sync_pressure(cp_conn *c)
     return CP_OK;
 }
 
-/* Threadpool: the only code that runs off the loop thread. */
+/* Threadpool: the only code of this file that runs off the loop thread. */
 static void work_cb(uv_work_t *w)
 {
     cp_sync_batch *b = (cp_sync_batch *)w;
@@ -122,6 +139,8 @@ static void work_cb(uv_work_t *w)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (cp_rawlog_sync_all(b->srv->fs_fd, b->fds, b->nfds, b->dirs.data, b->dirs.len) != CP_OK) b->err = errno;
+    /* the writer thread commits the rows a member's reply waits for (inline: done) */
+    if (b->catw_gen && cp_catw_threaded(b->srv)) cp_catw_settle(b->srv, b->catw_gen);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     cp_metrics_inc(m, CP_M_FSYNC_BATCHES, 0);
     if (b->err) cp_metrics_inc(m, CP_M_FSYNC_FAILURES, 0);
@@ -164,6 +183,7 @@ static void after_cb(uv_work_t *w, int status)
     }
     b->nmembers = b->nfds = 0;
     b->err = 0;
+    b->catw_gen = 0;
     if (b->cap_members > KEEP_MEMBERS || b->dirs.cap > 65536) batch_release(b);
     else cp_buf_reset(&b->dirs);
     cp_sync_submit(s);
@@ -173,10 +193,11 @@ static void after_cb(uv_work_t *w, int status)
 void cp_sync_submit(cp_server *s)
 {
     if (s->inflight || s->pending->nmembers == 0) return;
-    /* the catalog rows of everything being acknowledged go out first */
-    if (cp_catalog_commit(s->catalog) != CP_OK) cp_srv_log(s, CP_LOG_ERROR, "catalog: %s", cp_catalog_errmsg(s->catalog));
-    else cp_srv_calls_committed(s, 1); /* a failure: the next cp_srv_commit decides */
     cp_sync_batch *b = s->pending;
+    if (b->catw_gen) { /* the rows its replies wait for: to the writer, or committed now */
+        if (cp_catw_threaded(s)) cp_catw_publish(s);
+        else cp_catw_settle(s, b->catw_gen);
+    }
     s->pending = b == &s->batches[0] ? &s->batches[1] : &s->batches[0];
     s->inflight = b;
     b->err = 0;

@@ -1,4 +1,5 @@
 /* bad_input_test.c -- a misbehaving connection must be refused as protocol.md §3.11 says,
+ * [CP_TEST_INLINE_WRITER: runs again with the catalog writer inline, tests/CMakeLists.txt]
  * must not store anything that does not decode, and must not disturb anyone else.
  *
  * Every test keeps a healthy agent connection A open (handshake, INIT calls, part of the

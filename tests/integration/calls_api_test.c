@@ -1,4 +1,5 @@
 /* calls_api_test.c -- issue 4's acceptance: the recorded conversation
+ * [CP_TEST_INLINE_WRITER: runs again with the catalog writer inline, tests/CMakeLists.txt]
  * (parser.test.protocol) replayed into `cloudprof serve`, then read back through the
  * HTTP API:
  *  - /api/v1/calls over the whole range returns exactly the calls of

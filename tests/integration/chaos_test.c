@@ -1,4 +1,5 @@
 /* chaos_test.c -- a bad day, bounded (issue 16's acceptance): emulated agents stream while
+ * [CP_TEST_INLINE_WRITER: runs again with the catalog writer inline, tests/CMakeLists.txt]
  * the test kills the server (SIGKILL) at random moments, fills its file system and frees
  * it again (a tmpfs of its own when run as root), and, on PostgreSQL + S3, makes S3
  * unreachable during a compaction. At the end:

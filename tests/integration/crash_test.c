@@ -1,4 +1,5 @@
 /* crash_test.c -- SIGKILL right after a flush ack loses nothing that was acked.
+ * [CP_TEST_INLINE_WRITER: runs again with the catalog writer inline, tests/CMakeLists.txt]
  *
  * parser.test.protocol is replayed at the agent's pace up to and including its Nth 0x11;
  * once all acks up to it have arrived the server is killed with SIGKILL. A server started

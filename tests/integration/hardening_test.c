@@ -1,4 +1,5 @@
 /* hardening_test.c -- what a fault probe found (issue 16), each a test against the real
+ * [CP_TEST_INLINE_WRITER: runs again with the catalog writer inline, tests/CMakeLists.txt]
  * server:
  *   1. a torn tail left by kill -9 is cut at recovery (every stored file decodes), the cut
  *      noted on its streams row, and nothing a flush ack covered is lost;

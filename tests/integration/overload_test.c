@@ -1,4 +1,5 @@
 /* overload_test.c -- more load than one collector can take, held (issue 18's acceptance):
+ * [CP_TEST_INLINE_WRITER: runs again with the catalog writer inline, tests/CMakeLists.txt]
  * 200 emulated agents send as fast as they are acknowledged (--calls-per-sec 0) for 30 s
  * (10 s in a quick run, testutil.h test_quick()) against one `cloudprof serve
  * --ingest-memory 64M`. While they run the test samples the server's VmRSS every 100 ms and
@@ -49,6 +50,7 @@ typedef struct mem_parts {
     long long outside;  /* assembly's values + words + other (per connection) */
     long long values;   /* ... of which the resolved-value caches */
     long long gated;    /* connections in the gate's line */
+    long long writer;   /* ops queued for the catalog writer thread */
 } mem_parts;
 
 /* GET /metrics into body (NUL-terminated); fails the test unless it answers 200. */
@@ -87,6 +89,9 @@ static void sample_parts(const test_server *s, mem_parts *peak)
                       metric_value(t, "cloudprof_assembly_memory_bytes{part=\"words\"}"),
                       metric_value(t, "cloudprof_assembly_memory_bytes{part=\"other\"}")};
     long long gated = metric_value(t, "cloudprof_ingest_gated_connections ");
+    long long writer = metric_value(t, "cloudprof_ingest_memory_bytes{part=\"writer_queue\"}");
+    if (writer < 0) server_fail(s, "/metrics has no writer_queue part");
+    if (writer > peak->writer) peak->writer = writer;
     if (v[0] < 0 || v[1] < 0 || v[2] < 0) server_fail(s, "/metrics has no cloudprof_ingest_memory_bytes parts");
     for (int i = 0; i < 5; i++)
         if (a[i] < 0) server_fail(s, "/metrics has no cloudprof_assembly_memory_bytes parts");
@@ -190,9 +195,11 @@ static void test_overload(void **state)
            "errors %lld, missing acks %lld)\n",
            AGENTS, secs, run_s, emu.status, errors, missing);
     printf("overload: peak parts: tail copies %lld KiB, partial records %lld KiB, assembly %lld KiB (waiting for "
-           "agents %lld KiB, per-connection state %lld KiB of which value caches %lld KiB); gate closed %lld times, at most %lld connections in line\n",
+           "agents %lld KiB, per-connection state %lld KiB of which value caches %lld KiB), "
+           "catalog writer queue %lld KiB; "
+           "gate closed %lld times, at most %lld connections in line\n",
            parts.tails / 1024, parts.partial / 1024, parts.assembly / 1024, parts.waiting / 1024,
-           parts.outside / 1024, parts.values / 1024, closings, parts.gated);
+           parts.outside / 1024, parts.values / 1024, parts.writer / 1024, closings, parts.gated);
     printf("overload: calls acknowledged %lld, in the API %lld (%.1f s after the emulator; %lld after counting the raw "
            "log), in the raw log %lld\n",
            sent, api, catch_up_s, api_after, raw);
@@ -227,6 +234,11 @@ static void test_overload(void **state)
         server_fail(&s, "the value caches reached %lld bytes, over a sixteenth of the budget", parts.values);
     if (parts.partial > (long long)BUDGET_MIB * 1024 * 1024 / 8)
         server_fail(&s, "partial records reached %lld bytes, over an eighth of the budget", parts.partial);
+    /* the catalog writer's queue: its thirty-second, overshot by at most the step that filled it
+     * (a run of payloads; 0 when the writes run inline) */
+    if (parts.writer > (long long)BUDGET_MIB * 1024 * 1024 / 32 + (4 << 20))
+        server_fail(&s, "the catalog writer's queue reached %lld bytes, over a thirty-second of the budget + 4 MiB",
+                    parts.writer);
     if (closings < 1) server_fail(&s, "the assembly gate never closed under overload");
     if (parts.waiting > (long long)BUDGET_MIB * 1024 * 1024 / 2)
         server_fail(&s, "call assembly kept %lld bytes waiting for the agents, over half the budget", parts.waiting);
