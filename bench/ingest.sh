@@ -57,6 +57,9 @@
 #   --build DIR             build directory (default build-bench; env CP_BENCH_BUILD)
 #   --no-build              do not (re)build, use what is in DIR
 #   --no-baseline           no nullsink runs at half and fixed rate (max always has one)
+#   --no-pin                pin nothing: collector and emulators share every core (a
+#                           multi-CPU host; `serve --ingest-writer auto` then runs its
+#                           catalog writer thread, which pinned to one core it does not)
 #   --keep                  keep the temporary data directories and logs
 #   --pg URL                the cloudprof runs use a PostgreSQL catalog (serve --catalog):
 #                           a fresh database cp_ingest_<run>_<pid> is created next to URL's
@@ -84,9 +87,11 @@ emu_extra=()
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
 need() { (($# >= 2)) || { echo "ingest: $1 needs a value" >&2; exit 2; }; }
+no_pin=0
 while (($#)); do
     case $1 in
     --json) json=1 ;;
+    --no-pin) no_pin=1 ;;
     --quick) duration=5 ;;
     --duration) need "$@"; duration=$2; shift ;;
     --agents) need "$@"; agents=$2; shift ;;
@@ -151,7 +156,9 @@ fi
 # ---- pinning, scratch space, cleanup -------------------------------------------------------
 ncpu=$(nproc)
 pin_srv=() pin_emu=() pinning="none (taskset unavailable)"
-if command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then
+if ((no_pin)); then
+    pinning="none (--no-pin)"
+elif command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then
     pin_srv=(taskset -c 0)
     if ((ncpu > 1)) && taskset -c 1 true 2>/dev/null; then
         pin_emu=(taskset -c 1)

@@ -52,6 +52,9 @@
 #   --quick                 5 probes, 60 trees, 30 s of load per part: a smoke test
 #   --build DIR             build directory (default build-bench; env CP_BENCH_BUILD)
 #   --no-build              do not (re)build, use what is in DIR
+#   --no-pin                pin nothing: collector and emulators share every core (a
+#                           multi-CPU host; `serve --ingest-writer auto` then runs its
+#                           catalog writer thread, which pinned to one core it does not)
 #   --keep                  keep the temporary data directories and logs
 # env: TMPDIR               where the data directories go (default /tmp)
 # Exit status: 0 when every probe that ran finished without errors and was listed within 30 s of
@@ -69,6 +72,7 @@ proto=100705 warmup=6 vis_timeout_ms=30000
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
 need() { (($# >= 2)) || { echo "ingest_latency: $1 needs a value" >&2; exit 2; }; }
+no_pin=0
 while (($#)); do
     case $1 in
     --rate-visibility) need "$@"; rate_vis=$2; shift ;;
@@ -81,6 +85,7 @@ while (($#)); do
     --parts) need "$@"; parts=$2; shift ;;
     --pg) need "$@"; pg=$2; shift ;;
     --json) json=1 ;;
+    --no-pin) no_pin=1 ;;
     --quick) quick=1 ;;
     --build) need "$@"; build=$(cd "$2" 2>/dev/null && pwd || echo "$2"); shift ;;
     --no-build) do_build=0 ;;
@@ -127,7 +132,9 @@ build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/
 # ---- pinning, scratch space, cleanup ---------------------------------------------------------
 ncpu=$(nproc)
 pin_srv=() pin_emu=() pinning="none (taskset unavailable)"
-if command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then
+if ((no_pin)); then
+    pinning="none (--no-pin)"
+elif command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then
     pin_srv=(taskset -c 0)
     if ((ncpu > 1)) && taskset -c 1 true 2>/dev/null; then
         pin_emu=(taskset -c 1)
