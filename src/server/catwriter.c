@@ -726,21 +726,22 @@ void cp_catw_stop(cp_server *s)
     on_async(&w->async); /* the last reports */
 }
 
+static void chunks_free(cp_catw_chunk *ch)
+{
+    while (ch) {
+        cp_catw_chunk *next = ch->next;
+        free(ch);
+        ch = next;
+    }
+}
+
 void cp_catw_free(cp_server *s)
 {
     cp_catw *w = &s->catw;
     if (!w->inited) return;
     free(w->cur);
-    while (w->head) {
-        cp_catw_chunk *ch = w->head;
-        w->head = ch->next;
-        free(ch);
-    }
-    while (w->spare) {
-        cp_catw_chunk *ch = w->spare;
-        w->spare = ch->next;
-        free(ch);
-    }
+    chunks_free(w->head);
+    chunks_free(w->spare);
     cp_buf_free(&w->scratch);
     free(w->rep_close);
     free(w->rep_lost);
