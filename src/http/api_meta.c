@@ -55,6 +55,15 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
                         "import_max_bytes", (json_int_t)c->import_max_bytes,
                         "default_duration", ">=500ms");
     if (o->json) json_object_set_new(o->json, "auth", json_string(cp_auth_mode_name(c->auth_mode)));
+    /* the aggregate profile (issue 19): a feature and its default cap */
+    json_t *feat = o->json ? json_object_get(o->json, "features") : NULL;
+    json_t *lim = o->json ? json_object_get(o->json, "limits") : NULL;
+    if (feat && lim &&
+        (json_object_set_new(feat, "profile", json_true()) ||
+         json_object_set_new(lim, "max_profile_calls", json_integer((json_int_t)c->max_profile_calls)))) {
+        json_decref(o->json);
+        o->json = NULL;
+    }
     if (!o->json) http_oom(o);
 }
 

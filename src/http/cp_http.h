@@ -32,6 +32,7 @@ typedef struct cp_http_config {
     uint64_t max_scan;             /* rows examined per query, default 20 000 000 (partial beyond) */
     size_t max_tree_calls;         /* ids per tree, default 1000 */
     size_t max_tree_nodes;         /* default 1 000 000 (413 beyond) */
+    size_t max_profile_calls;      /* calls an aggregate profile merges unless max_calls says (10 000) */
     uint64_t max_export_rows;      /* CSV rows, default 1 000 000 */
     int64_t cursor_ttl_ms;         /* default 15 min */
     const char *version;           /* product version for /api/v1/config */

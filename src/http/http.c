@@ -35,6 +35,7 @@ void cp_http_config_default(cp_http_config *cfg)
     cfg->max_scan = 20000000;
     cfg->max_tree_calls = 1000;
     cfg->max_tree_nodes = 1000000;
+    cfg->max_profile_calls = 10000;
     cfg->max_export_rows = 1000000;
     cfg->cursor_ttl_ms = 15 * 60 * 1000;
     cfg->version = "0.0.0";
@@ -519,6 +520,7 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (!strcmp(p[0], "calls")) allowed = M_GET;
         else if (!strcmp(p[0], "calls.csv")) allowed = M_GET;
         else if (!strcmp(p[0], "tree")) allowed = M_GET | M_POST;
+        else if (!strcmp(p[0], "profile")) allowed = M_GET;
     } else if (n == 2 && !strcmp(p[0], "calls")) {
         allowed = M_GET; /* calls/stats and calls/{id} */
     } else if (n == 2 && !strcmp(p[0], "tree") && !strcmp(p[1], "export")) {
@@ -556,6 +558,7 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (!strcmp(p[0], "services")) http_api_services(h, a, o);
         else if (!strcmp(p[0], "calls")) http_api_calls(h, conn, a, o);
         else if (!strcmp(p[0], "calls.csv")) http_api_csv(h, a, o);
+        else if (!strcmp(p[0], "profile")) http_api_profile(h, a, o);
         else if (m == M_POST) http_api_tree_post(h, a, &rq->body, rq->body_too_large, o);
         else http_api_tree_get(h, a, o);
     } else if (n == 2) {
@@ -831,7 +834,8 @@ static int check_config(const cp_http_config *cfg, char *err, size_t errlen)
         return CP_EINVAL;
     }
     if (cfg->port < 0 || cfg->port > 65535 || cfg->threads == 0 || cfg->threads > 1024 || cfg->max_limit == 0 ||
-        cfg->max_span_ms <= 0 || cfg->max_tree_calls == 0 || cfg->max_tree_nodes == 0 || cfg->cursor_ttl_ms <= 0 ||
+        cfg->max_span_ms <= 0 || cfg->max_tree_calls == 0 || cfg->max_tree_nodes == 0 || cfg->max_profile_calls == 0 ||
+        cfg->cursor_ttl_ms <= 0 ||
         cfg->header_timeout_s > 86400) {
         snprintf(err, errlen, "http: invalid configuration (port, threads or limits)");
         return CP_EINVAL;

@@ -399,6 +399,8 @@ void http_api_csv(cp_http *h, const http_args *a, http_out *o);
 void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_tree_get(cp_http *h, const http_args *a, http_out *o);
+/* api_profile.c: GET /profile, the aggregate profile of a filter's calls. */
+void http_api_profile(cp_http *h, const http_args *a, http_out *o);
 /* GET /tree/export?ids=..&format=.. or POST /tree/export?format=.. with {"ids":[...]} (body
  * non-NULL). */
 void http_api_tree_export(cp_http *h, const http_args *a, const cp_buf *body, int body_too_large, http_out *o);

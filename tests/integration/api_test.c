@@ -713,9 +713,10 @@ static void test_meta(void **state)
     assert_true(strlen(jstr(doc, "version")) > 0);
     json_t *lim = json_object_get(doc, "limits");
     const char *keys[] = {"max_span_ms", "default_limit", "max_limit", "max_scan", "max_tree_calls", "max_tree_nodes",
-                          "max_export_rows"};
+                          "max_export_rows", "max_profile_calls"};
     for (size_t i = 0; i < CP_ARRAY_LEN(keys); i++) assert_true(jint(lim, keys[i]) > 0);
     assert_true(json_is_object(json_object_get(doc, "features")));
+    assert_true(jbool(json_object_get(doc, "features"), "profile"));
     assert_string_equal(jstr(doc, "default_duration"), ">=500ms");
     json_decref(doc);
 
@@ -1332,6 +1333,61 @@ static void test_tree_merged(void **state)
     json_decref(t2);
 }
 
+/* The aggregate profile of the capture's calls equals the merged tree of the same ids
+ * (in the same order, newest first); max_calls cuts it; bad parameters are 400s. */
+static void test_profile(void **state)
+{
+    json_t *p = http_get_json(env.port, "/api/v1/profile?" WINDOW, 200);
+    json_t *info = json_object_get(p, "profile");
+    size_t traced = 0, i;
+    json_t *c;
+    cp_buf body;
+    cp_buf_init(&body);
+    cp_buf_puts(&body, "{\"ids\":[");
+    json_array_foreach(env.all, i, c) {
+        traced += jbool(c, "trace_available") != 0;
+        cp_buf_printf(&body, "%s\"%s\"", i ? "," : "", jstr(c, "id"));
+    }
+    cp_buf_puts(&body, "]}");
+    assert_int_equal(jint(info, "matched"), env.n);
+    assert_int_equal(jint(info, "merged"), traced);
+    assert_int_equal(jint(info, "without_trace"), env.n - traced);
+    assert_true(json_is_null(json_object_get(info, "stopped")));
+    assert_int_equal(json_array_size(json_object_get(p, "calls")), 0);
+    int st;
+    cp_buf out;
+    cp_buf_init(&out);
+    assert_int_equal(http_post(env.port, "/api/v1/tree", "application/json", body.data, body.len, &st, &out, NULL), 0);
+    assert_int_equal(st, 200);
+    json_t *t = json_loadb((const char *)out.data, out.len, 0, NULL);
+    assert_non_null(t);
+    const char *same[] = {"root", "methods", "params", "nodes", "truncated", "start_ms", "end_ms"};
+    for (size_t k = 0; k < CP_ARRAY_LEN(same); k++)
+        if (!json_equal(json_object_get(p, same[k]), json_object_get(t, same[k])))
+            fail_msg("the profile's %s differs from the merged tree's", same[k]);
+    json_decref(t);
+    json_decref(p);
+    cp_buf_free(&out);
+    cp_buf_free(&body);
+
+    /* max_calls: the newest calls only, and the reason */
+    p = http_get_json(env.port, "/api/v1/profile?" WINDOW "&max_calls=3", 200);
+    info = json_object_get(p, "profile");
+    assert_int_equal(jint(info, "matched"), 3);
+    assert_int_equal(jint(info, "merged") + jint(info, "without_trace"), 3);
+    assert_string_equal(jstr(info, "stopped"), "max_calls");
+    json_decref(p);
+    /* a filter: the slow calls only */
+    p = http_get_json(env.port, "/api/v1/profile?" WINDOW "&duration=100ms", 200);
+    int slow = 100;
+    assert_int_equal(jint(json_object_get(p, "profile"), "matched"), count_where(keep_min_duration, &slow));
+    json_decref(p);
+    expect_error(env.port, "/api/v1/profile?" WINDOW "&namespace=nobody-here", 404, "no_calls", NULL);
+    expect_error(env.port, "/api/v1/profile?" WINDOW "&max_calls=0", 400, "bad_parameter", "max_calls");
+    expect_error(env.port, "/api/v1/profile?" WINDOW "&max_calls=x", 400, "bad_parameter", "max_calls");
+    expect_error(env.port, "/api/v1/profile?" WINDOW "&sort=-ts", 400, "unknown_parameter", "sort");
+}
+
 /* The raw trace: an attachment that decodes as a trace file. */
 static void test_trace(void **state)
 {
@@ -1568,6 +1624,7 @@ int main(void)
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_tree_one),
         cmocka_unit_test(test_tree_merged),
+        cmocka_unit_test(test_profile),
         cmocka_unit_test(test_trace),
         cmocka_unit_test(test_concurrency),
         cmocka_unit_test(test_tight_limits),

@@ -410,6 +410,16 @@ static void test_calls(void **state)
     assert_int_equal(get_status("alice", path), 200);
     assert_int_equal(req("alice", "POST", "/api/v1/tree/export?format=trcxml", "application/json", post, (size_t)n, &body),
                      404);
+    /* the aggregate profile: A's calls only, whatever the filter asks */
+    t = get_json("alice", "/api/v1/profile?" WIN, 200);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(t, "profile"), "matched")),
+                     json_array_size(ra));
+    json_decref(t);
+    t = get_json("root", "/api/v1/profile?" WIN "&namespace=ns-a", 200);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(t, "profile"), "matched")),
+                     json_array_size(ra));
+    json_decref(t);
+    assert_int_equal(get_status("alice", "/api/v1/profile?" WIN "&namespace=ns-b"), 404);
 
     cp_buf_free(&body);
     json_decref(a);

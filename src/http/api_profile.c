@@ -1,0 +1,180 @@
+/* api_profile.c -- GET /api/v1/profile: the aggregate profile of the calls matching a
+ * filter (ui.md §10.2, issue 19 item 1), server-side.
+ *
+ * The /calls filter (namespace, service, pod(s), duration, q, hide_system, from/to, and
+ * the asker's namespaces) selects the calls, newest first; up to max_calls of them are
+ * merged into one tree (cp_tree: the synthetic root "<N> calls" over each call's root,
+ * merged by method text), within the tree's node budget. The answer is the tree's JSON
+ * without the per-call list, and a "profile" object: how many calls matched (up to the
+ * cap), how many were merged, how many had no trace, and why it stopped early (null, or
+ * "max_calls", "max_nodes", "scan_budget").
+ *
+ * First version: one answer at the end (no progress stream yet). */
+#include "http_internal.h"
+
+#include "model/cp_tree.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PROFILE_PAGE 1000              /* refs per search round */
+#define PROFILE_MAX_CALLS_CAP 100000   /* max_calls may not ask for more (refs: 4.8 MB) */
+
+static const char *const profile_params[] = {"from", "to", "namespace", "service", "pod", "pods", "hide_system",
+                                             "duration", "method", "q", "error", "max_calls", NULL};
+
+typedef struct refs_ctx {
+    cp_call_ref *refs;
+    size_t n, cap, max;
+    cp_sort_key last;
+    size_t page_rows;
+    int oom;
+} refs_ctx;
+
+static int collect(void *ud, const cp_call *c)
+{
+    refs_ctx *x = ud;
+    if (x->n >= x->max) return 1;
+    if (cp_grow((void **)&x->refs, &x->cap, x->n + 1, sizeof *x->refs, 1024) != CP_OK) {
+        x->oom = 1;
+        return 1;
+    }
+    cp_call_ref_of(c, &x->refs[x->n++]);
+    cp_sort_key_of(c, CP_SORT_TS, 1, &x->last);
+    x->page_rows++;
+    return 0;
+}
+
+/* max_calls: the default (cfg) when absent; 0 and -1 with the 400 set when bad. */
+static size_t parse_max_calls(const cp_http *h, const http_args *a, http_out *o)
+{
+    const http_arg *m = http_arg_get(a, "max_calls");
+    if (!m) return h->cfg->max_profile_calls;
+    uint64_t v;
+    if (cp_parse_u64(m->val, PROFILE_MAX_CALLS_CAP, &v) != CP_OK || v == 0) {
+        http_bad_param(o, "max_calls", "bad_parameter", "'max_calls' must be 1..%d", PROFILE_MAX_CALLS_CAP);
+        return 0;
+    }
+    return (size_t)v;
+}
+
+/* Every matching ref, newest first, up to x->max; *partial when the scan budget cut it. */
+static int find_refs(cp_reader *r, cp_call_filter *f, refs_ctx *x, int *partial)
+{
+    cp_sort_key after;
+    for (;;) {
+        cp_search_stats st;
+        memset(&st, 0, sizeof st);
+        x->page_rows = 0;
+        f->limit = x->max - x->n < PROFILE_PAGE ? x->max - x->n : PROFILE_PAGE;
+        int rc = cp_reader_search(r, f, collect, x, &st);
+        if (rc < 0 && !(rc == CP_EABORT && !x->oom)) return x->oom ? CP_ENOMEM : rc;
+        if (st.partial) *partial = 1;
+        if (x->n >= x->max || !st.more || st.partial || x->page_rows == 0) return CP_OK;
+        after = x->last;
+        f->after = &after;
+    }
+}
+
+/* Appends ,"profile":{...} inside the tree's object (its closing brace is taken back). */
+static int profile_tail(cp_buf *out, size_t matched, size_t merged, size_t untraced, const char *stopped)
+{
+    if (!out->len || out->data[out->len - 1] != '}') return CP_ENOMEM;
+    out->len--;
+    int bad = cp_buf_printf(out, ",\"profile\":{\"matched\":%zu,\"merged\":%zu,\"without_trace\":%zu,\"stopped\":",
+                            matched, merged, untraced) != CP_OK;
+    bad |= (stopped ? cp_json_str(out, stopped, strlen(stopped)) : cp_buf_puts(out, "null")) != CP_OK;
+    bad |= cp_buf_puts(out, "}}") != CP_OK;
+    return bad ? CP_ENOMEM : CP_OK;
+}
+
+void http_api_profile(cp_http *h, const http_args *a, http_out *o)
+{
+    http_query q;
+    memset(&q, 0, sizeof q);
+    if (http_check_args(a, profile_params, o) || http_query_parse(h, a, 0, &q, o)) {
+        http_query_free(&q);
+        return;
+    }
+    refs_ctx x;
+    memset(&x, 0, sizeof x);
+    x.max = parse_max_calls(h, a, o);
+    if (!x.max) {
+        http_query_free(&q);
+        return;
+    }
+    cp_call_filter f;
+    http_query_filter(h, &q, &f);
+    f.sort = CP_SORT_TS;
+    f.desc = 1;
+    f.after = NULL;
+    cp_reader *r;
+    if (http_reader_take(h, o, &r)) {
+        http_query_free(&q);
+        return;
+    }
+    int partial = 0, failed = 0;
+    int rc = find_refs(r, &f, &x, &partial);
+    if (rc == CP_ENOMEM) {
+        http_oom(o);
+    } else if (rc < 0) {
+        failed = 1;
+        http_reader_error(o, rc, "search", cp_reader_errmsg(r));
+    }
+    cp_tree_limits lim;
+    cp_tree_limits_default(&lim);
+    lim.max_nodes = h->cfg->max_tree_nodes;
+    cp_tree *tree = o->status == 200 ? cp_tree_new(&lim) : NULL;
+    if (o->status == 200 && !tree) http_oom(o);
+    cp_fetched fe;
+    cp_fetched_init(&fe);
+    size_t merged = 0, untraced = 0;
+    const char *stopped = partial ? "scan_budget" : x.n >= x.max ? "max_calls" : NULL;
+    char err[256] = "";
+    for (size_t i = 0; tree && i < x.n && o->status == 200; i++) {
+        int st = cp_reader_fetch(r, &x.refs[i], &fe, err, sizeof err);
+        if (st == CP_OK && !fe.found) continue; /* gone since the search (retention, compaction's swap) */
+        if (st < 0) {
+            failed = st != CP_ECORRUPT && st != CP_ENOMEM;
+            if (st == CP_ENOMEM) http_oom(o);
+            else if (st == CP_ECORRUPT) http_error(o, 500, "corrupt_trace", "%s", err);
+            else http_reader_error(o, st, "get", cp_reader_errmsg(r));
+            break;
+        }
+        if (!fe.blob) {
+            untraced++;
+            continue;
+        }
+        /* past three quarters of the node budget no further call is added: one call cannot
+         * usually take the rest, and a call the budget cut would be merged in part */
+        if (cp_tree_nodes(tree) > lim.max_nodes / 4 * 3) {
+            stopped = "max_nodes";
+            break;
+        }
+        st = cp_tree_add(tree, fe.blob, err, sizeof err);
+        if (st == CP_ELIMIT) {
+            http_error(o, 413, "tree_too_large", "the profile is over its budget: %s", err);
+            break;
+        }
+        if (st != CP_OK) {
+            http_error(o, 500, "corrupt_trace", "a stored trace cannot be read: %s", err);
+            break;
+        }
+        merged++;
+    }
+    http_pool_release(h, r, failed);
+    if (o->status == 200) {
+        if (merged == 0 && x.n == 0) {
+            http_error(o, 404, "no_calls", "no call matches the filter");
+        } else if (merged == 0) {
+            http_error(o, 410, "trace_unavailable", "none of the %zu matching calls has a trace", x.n);
+        } else if (cp_tree_json(tree, "[]", 2, &o->body) != CP_OK ||
+                   profile_tail(&o->body, x.n, merged, untraced, stopped) != CP_OK) {
+            http_oom(o);
+        }
+    }
+    cp_fetched_free(&fe);
+    cp_tree_free(tree);
+    free(x.refs);
+    http_query_free(&q);
+}
