@@ -107,6 +107,7 @@ struct cp_catw_state {
     int64_t first_ms;        /* monotonic time of the open transaction's first op */
     int64_t txn_calls;
     uint64_t applied;        /* the last op applied */
+    uint64_t last_conn;      /* the connection of the last op (in txn_conns already) */
     uint64_t row_failed;     /* the last pod or stream row a reply waits for that failed */
     uint64_t calls_failed;
 };
@@ -166,7 +167,11 @@ static void apply(cp_catw_state *x, const cw_op *op)
         x->txn_open = 1;
         x->first_ms = mono_ms();
     }
-    id_add(&x->txn_conns, &x->ntxn, &x->captxn, op->conn_id);
+    /* ops come in runs of one connection's: the set is searched only when it changes */
+    if (op->conn_id != x->last_conn) {
+        id_add(&x->txn_conns, &x->ntxn, &x->captxn, op->conn_id);
+        x->last_conn = op->conn_id;
+    }
     switch (op->kind) {
     case CW_POD_REGISTER: st = cp_catalog_pod_register(x->cat, &op->pod, op->now_ms); break;
     case CW_POD_TOUCH: st = cp_catalog_pod_touch(x->cat, &op->pod, op->now_ms); break;
@@ -229,6 +234,7 @@ static int commit(cp_catw_state *x)
     /* the restarts that ended in it leave the live registry, whatever the outcome */
     id_move(&x->rep_keys, &x->nrep_keys, &x->caprep_keys, x->txn_keys, &x->nkeys);
     x->ntxn = 0;
+    x->last_conn = 0;
     x->txn_calls = 0;
     x->txn_open = 0;
     return st;
