@@ -9,7 +9,8 @@
  * cap), how many were merged, how many had no trace, and why it stopped early (null, or
  * "max_calls", "max_nodes", "scan_budget").
  *
- * First version: one answer at the end (no progress stream yet). */
+ * With stream=1 it runs on a query worker (stream.c) and reports its progress: the
+ * search's (files, windows, rows) and then the merge's (calls merged of those found). */
 #include "http_internal.h"
 
 #include "model/cp_tree.h"
@@ -19,9 +20,10 @@
 
 #define PROFILE_PAGE 1000              /* refs per search round */
 #define PROFILE_MAX_CALLS_CAP 100000   /* max_calls may not ask for more (refs: 4.8 MB) */
+#define PROFILE_REPORT_EVERY 64        /* calls merged between two progress reports */
 
 static const char *const profile_params[] = {"from", "to", "namespace", "service", "pod", "pods", "hide_system",
-                                             "duration", "method", "q", "error", "max_calls", NULL};
+                                             "duration", "method", "q", "error", "max_calls", "stream", NULL};
 
 typedef struct refs_ctx {
     cp_call_ref *refs;
@@ -88,54 +90,31 @@ static int profile_tail(cp_buf *out, size_t matched, size_t merged, size_t untra
     return bad ? CP_ENOMEM : CP_OK;
 }
 
-void http_api_profile(cp_http *h, const http_args *a, http_out *o)
+/* Merges the refs' trees; the answer (tree + profile tail) or an error in o. */
+static void merge_refs(cp_http *h, cp_reader *r, const refs_ctx *x, const char *stopped, http_profile_progress_fn fn,
+                       void *ud, http_out *o, int *failed)
 {
-    http_query q;
-    memset(&q, 0, sizeof q);
-    if (http_check_args(a, profile_params, o) || http_query_parse(h, a, 0, &q, o)) {
-        http_query_free(&q);
-        return;
-    }
-    refs_ctx x;
-    memset(&x, 0, sizeof x);
-    x.max = parse_max_calls(h, a, o);
-    if (!x.max) {
-        http_query_free(&q);
-        return;
-    }
-    cp_call_filter f;
-    http_query_filter(h, &q, &f);
-    f.sort = CP_SORT_TS;
-    f.desc = 1;
-    f.after = NULL;
-    cp_reader *r;
-    if (http_reader_take(h, o, &r)) {
-        http_query_free(&q);
-        return;
-    }
-    int partial = 0, failed = 0;
-    int rc = find_refs(r, &f, &x, &partial);
-    if (rc == CP_ENOMEM) {
-        http_oom(o);
-    } else if (rc < 0) {
-        failed = 1;
-        http_reader_error(o, rc, "search", cp_reader_errmsg(r));
-    }
     cp_tree_limits lim;
     cp_tree_limits_default(&lim);
     lim.max_nodes = h->cfg->max_tree_nodes;
-    cp_tree *tree = o->status == 200 ? cp_tree_new(&lim) : NULL;
-    if (o->status == 200 && !tree) http_oom(o);
+    cp_tree *tree = cp_tree_new(&lim);
+    if (!tree) {
+        http_oom(o);
+        return;
+    }
     cp_fetched fe;
     cp_fetched_init(&fe);
     size_t merged = 0, untraced = 0;
-    const char *stopped = partial ? "scan_budget" : x.n >= x.max ? "max_calls" : NULL;
     char err[256] = "";
-    for (size_t i = 0; tree && i < x.n && o->status == 200; i++) {
-        int st = cp_reader_fetch(r, &x.refs[i], &fe, err, sizeof err);
+    for (size_t i = 0; i < x->n && o->status == 200; i++) {
+        if (fn && i % PROFILE_REPORT_EVERY == 0 && fn(ud, i, x->n, cp_tree_nodes(tree))) {
+            http_error(o, 503, "cancelled", "the profile was cancelled");
+            break;
+        }
+        int st = cp_reader_fetch(r, &x->refs[i], &fe, err, sizeof err);
         if (st == CP_OK && !fe.found) continue; /* gone since the search (retention, compaction's swap) */
         if (st < 0) {
-            failed = st != CP_ECORRUPT && st != CP_ENOMEM;
+            *failed = st != CP_ECORRUPT && st != CP_ENOMEM;
             if (st == CP_ENOMEM) http_oom(o);
             else if (st == CP_ECORRUPT) http_error(o, 500, "corrupt_trace", "%s", err);
             else http_reader_error(o, st, "get", cp_reader_errmsg(r));
@@ -162,19 +141,65 @@ void http_api_profile(cp_http *h, const http_args *a, http_out *o)
         }
         merged++;
     }
-    http_pool_release(h, r, failed);
     if (o->status == 200) {
-        if (merged == 0 && x.n == 0) {
+        if (merged == 0 && x->n == 0) {
             http_error(o, 404, "no_calls", "no call matches the filter");
         } else if (merged == 0) {
-            http_error(o, 410, "trace_unavailable", "none of the %zu matching calls has a trace", x.n);
+            http_error(o, 410, "trace_unavailable", "none of the %zu matching calls has a trace", x->n);
         } else if (cp_tree_json(tree, "[]", 2, &o->body) != CP_OK ||
-                   profile_tail(&o->body, x.n, merged, untraced, stopped) != CP_OK) {
+                   profile_tail(&o->body, x->n, merged, untraced, stopped) != CP_OK) {
             http_oom(o);
         }
     }
     cp_fetched_free(&fe);
     cp_tree_free(tree);
+}
+
+void http_profile_answer(cp_http *h, const http_query *q, const cp_call_filter *filter, http_profile_progress_fn fn,
+                         void *ud, http_out *o)
+{
+    refs_ctx x;
+    memset(&x, 0, sizeof x);
+    x.max = q->profile_max ? q->profile_max : h->cfg->max_profile_calls;
+    cp_call_filter f = *filter;
+    f.sort = CP_SORT_TS;
+    f.desc = 1;
+    f.after = NULL;
+    cp_reader *r;
+    if (http_reader_take(h, o, &r)) return;
+    int partial = 0, failed = 0;
+    int rc = find_refs(r, &f, &x, &partial);
+    if (rc == CP_ENOMEM) {
+        http_oom(o);
+    } else if (rc < 0) {
+        failed = 1;
+        http_reader_error(o, rc, "search", cp_reader_errmsg(r));
+    }
+    if (o->status == 200)
+        merge_refs(h, r, &x, partial ? "scan_budget" : x.n >= x.max ? "max_calls" : NULL, fn, ud, o, &failed);
+    http_pool_release(h, r, failed);
     free(x.refs);
+}
+
+void http_api_profile(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o)
+{
+    http_query q;
+    memset(&q, 0, sizeof q);
+    if (http_check_args(a, profile_params, o) || http_query_parse(h, a, HTTP_Q_STREAM, &q, o)) {
+        http_query_free(&q);
+        return;
+    }
+    q.profile_max = parse_max_calls(h, a, o);
+    if (!q.profile_max) {
+        http_query_free(&q);
+        return;
+    }
+    if (q.stream) {
+        http_stream_start(h, conn, HTTP_STREAM_PROFILE, &q, o);
+        return;
+    }
+    cp_call_filter f;
+    http_query_filter(h, &q, &f);
+    http_profile_answer(h, &q, &f, NULL, NULL, o);
     http_query_free(&q);
 }

@@ -558,7 +558,7 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (!strcmp(p[0], "services")) http_api_services(h, a, o);
         else if (!strcmp(p[0], "calls")) http_api_calls(h, conn, a, o);
         else if (!strcmp(p[0], "calls.csv")) http_api_csv(h, a, o);
-        else if (!strcmp(p[0], "profile")) http_api_profile(h, a, o);
+        else if (!strcmp(p[0], "profile")) http_api_profile(h, conn, a, o);
         else if (m == M_POST) http_api_tree_post(h, a, &rq->body, rq->body_too_large, o);
         else http_api_tree_get(h, a, o);
     } else if (n == 2) {

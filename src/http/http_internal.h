@@ -342,6 +342,7 @@ typedef struct http_query {
     uint64_t hash;                      /* of every filter and the sort */
     unsigned columns;                   /* stats */
     int stream;                         /* stream=1: NDJSON progress, then the answer (stream.c) */
+    size_t profile_max;                 /* /profile: calls to merge at most (0 = the default) */
     /* $name=value terms every match satisfies (they point into search): the tiered
      * reader skips cold files by the inverted index with them */
     cp_cold_param params[8];
@@ -378,7 +379,7 @@ void http_stats_answer(cp_http *h, const http_query *q, const cp_call_filter *f,
 
 /* ---- streamed queries (stream.c) ------------------------------------------------------- */
 
-enum { HTTP_STREAM_CALLS = 1, HTTP_STREAM_STATS = 2 };
+enum { HTTP_STREAM_CALLS = 1, HTTP_STREAM_STATS = 2, HTTP_STREAM_PROFILE = 3 };
 /* Answers a query with stream=1: takes q over (freed by the stream), runs it on a query
  * worker and sets o->stream to the NDJSON response (docs/API.md "Streamed answers"). On
  * failure to start, o holds an error and q is freed. */
@@ -400,7 +401,14 @@ void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out
 void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_tree_get(cp_http *h, const http_args *a, http_out *o);
 /* api_profile.c: GET /profile, the aggregate profile of a filter's calls. */
-void http_api_profile(cp_http *h, const http_args *a, http_out *o);
+void http_api_profile(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o);
+/* The merge's progress (stream.c): merged of to_merge calls done, the tree's nodes so far;
+ * nonzero cancels the profile. */
+typedef int (*http_profile_progress_fn)(void *ud, size_t merged, size_t to_merge, size_t nodes);
+/* The /profile answer for a parsed query and its filter (whose progress callback reports
+ * the search): the tree with its "profile" object, or an error, in o. fn may be NULL. */
+void http_profile_answer(cp_http *h, const http_query *q, const cp_call_filter *f, http_profile_progress_fn fn,
+                         void *ud, http_out *o);
 /* GET /tree/export?ids=..&format=.. or POST /tree/export?format=.. with {"ids":[...]} (body
  * non-NULL). */
 void http_api_tree_export(cp_http *h, const http_args *a, const cp_buf *body, int body_too_large, http_out *o);

@@ -6,6 +6,9 @@
  *   {"calls":[Call,...]}                            /calls: the best rows so far (a snapshot
  *                                                   replacing the previous one), at most
  *                                                   every 500 ms
+ *   {"progress":{"phase":"merge","merged":..,"to_merge":..,"nodes":..,"elapsed_ms":..}}
+ *                                                   /profile, once its calls are found: the
+ *                                                   merge, at most every 250 ms
  *   {"result":{...}}                                the answer without stream=1, last
  *   {"error":{"status":..,"error":"code","message":".."}}   instead, when it failed
  *
@@ -152,7 +155,7 @@ static int on_progress(void *ud, const cp_progress *p)
         if (progress_line(s, p) == CP_OK) stream_emit(s, 0);
         else cp_buf_reset(&s->line);
     }
-    if (p->rows && now - s->last_rows >= ROWS_EVERY_NS && !stream_backlog(s)) {
+    if (p->rows && s->kind != HTTP_STREAM_PROFILE && now - s->last_rows >= ROWS_EVERY_NS && !stream_backlog(s)) {
         s->last_rows = now;
         rows_ctx k = {&s->line, 0, 0};
         if (cp_buf_puts(&s->line, "{\"calls\":[") != CP_OK) k.bad = 1;
@@ -160,6 +163,25 @@ static int on_progress(void *ud, const cp_progress *p)
         if (!k.bad && k.n && cp_buf_puts(&s->line, "]}") == CP_OK) stream_emit(s, 0);
         else cp_buf_reset(&s->line);
     }
+    return 0;
+}
+
+/* The profile's merge: a progress line at most every 250 ms, and cancellation. */
+static int on_merge(void *ud, size_t merged, size_t to_merge, size_t nodes)
+{
+    http_stream *s = ud;
+    if (stream_cancelled(s)) return 1;
+    uint64_t now = now_ns();
+    /* the first report always goes out (one line): the client learns how many calls merge */
+    if (merged && (now - s->last_progress < PROGRESS_EVERY_NS || stream_backlog(s))) return 0;
+    s->last_progress = now;
+    if (cp_buf_printf(&s->line,
+                      "{\"progress\":{\"phase\":\"merge\",\"merged\":%zu,\"to_merge\":%zu,\"nodes\":%zu,"
+                      "\"elapsed_ms\":%llu}}",
+                      merged, to_merge, nodes, (unsigned long long)((now - s->t0) / 1000000)) == CP_OK)
+        stream_emit(s, 0);
+    else
+        cp_buf_reset(&s->line);
     return 0;
 }
 
@@ -209,6 +231,7 @@ static void stream_run(void *arg)
         f.progress = on_progress;
         f.progress_ud = s;
         if (s->kind == HTTP_STREAM_CALLS) http_calls_answer(s->h, &s->q, &f, &o);
+        else if (s->kind == HTTP_STREAM_PROFILE) http_profile_answer(s->h, &s->q, &f, on_merge, s, &o);
         else http_stats_answer(s->h, &s->q, &f, &o);
     }
     final_line(s, &o);

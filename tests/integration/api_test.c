@@ -1369,6 +1369,7 @@ static void test_profile(void **state)
     json_decref(p);
     cp_buf_free(&out);
     cp_buf_free(&body);
+    cp_buf_init(&out);
 
     /* max_calls: the newest calls only, and the reason */
     p = http_get_json(env.port, "/api/v1/profile?" WINDOW "&max_calls=3", 200);
@@ -1382,6 +1383,50 @@ static void test_profile(void **state)
     int slow = 100;
     assert_int_equal(jint(json_object_get(p, "profile"), "matched"), count_where(keep_min_duration, &slow));
     json_decref(p);
+    /* stream=1: progress lines (the search's, then the merge's with how many calls it
+     * merges), and last the same answer as without it */
+    p = http_get_json(env.port, "/api/v1/profile?" WINDOW, 200);
+    assert_int_equal(http_get(env.port, "/api/v1/profile?" WINDOW "&stream=1", &st, &out, NULL), 0);
+    assert_int_equal(st, 200);
+    size_t merge_lines = 0, lines = 0;
+    json_t *result = NULL;
+    for (size_t off = 0; off < out.len;) {
+        const uint8_t *nl = memchr(out.data + off, '\n', out.len - off);
+        assert_non_null(nl);
+        size_t len = (size_t)(nl - (out.data + off));
+        json_t *line = json_loadb((const char *)out.data + off, len, 0, NULL);
+        assert_non_null(line);
+        lines++;
+        json_t *pr = json_object_get(line, "progress");
+        if (pr && json_object_get(pr, "phase")) {
+            assert_string_equal(jstr(pr, "phase"), "merge");
+            assert_int_equal(jint(pr, "to_merge"), env.n);
+            assert_true(jint(pr, "merged") <= (json_int_t)env.n);
+            merge_lines++;
+        } else if (!pr) {
+            assert_null(result); /* one result, last */
+            assert_true(nl + 1 == out.data + out.len);
+            result = json_incref(json_object_get(line, "result"));
+            assert_non_null(result);
+        }
+        json_decref(line);
+        off = len + 1 + off;
+    }
+    assert_true(lines >= 3);
+    assert_true(merge_lines >= 1);
+    assert_non_null(result);
+    if (!json_equal(result, p)) fail_msg("the streamed profile differs from the plain answer");
+    json_decref(result);
+    json_decref(p);
+    cp_buf_reset(&out);
+    /* errors before the stream: JSON as usual; after: the error line */
+    expect_error(env.port, "/api/v1/profile?" WINDOW "&stream=1&max_calls=0", 400, "bad_parameter", "max_calls");
+    assert_int_equal(http_get(env.port, "/api/v1/profile?" WINDOW "&stream=1&namespace=nobody-here", &st, &out, NULL),
+                     0);
+    assert_int_equal(st, 200);
+    assert_non_null(strstr((const char *)out.data, "{\"error\":{\"status\":404,\"error\":\"no_calls\""));
+    cp_buf_free(&out);
+
     expect_error(env.port, "/api/v1/profile?" WINDOW "&namespace=nobody-here", 404, "no_calls", NULL);
     expect_error(env.port, "/api/v1/profile?" WINDOW "&max_calls=0", 400, "bad_parameter", "max_calls");
     expect_error(env.port, "/api/v1/profile?" WINDOW "&max_calls=x", 400, "bad_parameter", "max_calls");

@@ -217,6 +217,59 @@ async function walk(browser, width, height) {
   await merged.close();
   log('7. merged two calls');
 
+  // 7b. the aggregate profile of the list's filter (ui.md §10.2): progress, then the tree,
+  // the flame graph, and the difference against a baseline
+  const [prof] = await Promise.all([context.waitForEvent('page'), page.getByTestId('profile-all').click()]);
+  watch(prof, `${size} profile`);
+  await prof.getByTestId('tree-row').first().waitFor();
+  const pu = new URL(prof.url());
+  assert.equal(pu.pathname, '/profile');
+  const apiQ = new URLSearchParams();
+  for (const k of ['from', 'to', 'namespace', 'service', 'pod', 'pods', 'hide_system', 'duration', 'method', 'q', 'error']) {
+    for (const v of pu.searchParams.getAll(k)) apiQ.append(k, v);
+  }
+  const agg = await api(`/profile?${apiQ}`);
+  assert.equal(agg.profile.merged + agg.profile.without_trace, agg.profile.matched);
+  assert.ok(agg.profile.merged >= 2, `merged: ${agg.profile.merged}`);
+  assert.match(await prof.getByTestId('profile-merged').innerText(), new RegExp(`aggregate of ${agg.profile.merged} calls`));
+  await shot(prof, size, 'profile-tree');
+  await prof.getByTestId('view-flame').click();
+  await prof.getByTestId('flame-frame').first().waitFor();
+  assert.match(prof.url(), /view=flame/);
+  await shot(prof, size, 'profile-flame');
+  log(`7b. aggregate profile: ${agg.profile.merged} calls merged (${agg.nodes} nodes), flame graph`);
+  // against itself: the same period, the same pods -- no change anywhere
+  await prof.getByTestId('profile-compare').click();
+  await prof.getByTestId('compare-period').selectOption('same');
+  await prof.getByTestId('compare-apply').click();
+  await prof.getByTestId('diff-nochange').waitFor();
+  await prof.getByTestId('flame-frame').first().waitFor();
+  // (the grey "…" frames of narrow children aside)
+  const colours = await prof.getByTestId('flame-frame').evaluateAll((f) => [...new Set(f.filter((x) => !x.classList.contains('more'))
+    .map((x) => x.style.background))]);
+  assert.equal(colours.length, 1, `one neutral colour: ${colours}`);
+  await prof.getByTestId('diff-view-changes').click();
+  await prof.getByTestId('changes-empty').waitFor();
+  log('7b. difference with itself: no change');
+  // against the slow calls only: frames change colour, the table lists methods
+  const slowBase = new URLSearchParams({ duration: '>=10ms' }).toString();
+  pu.searchParams.set('base', slowBase);
+  pu.searchParams.delete('dview');
+  await prof.goto(pu.toString());
+  await prof.getByTestId('diff-root-delta').waitFor();
+  await prof.getByTestId('flame-frame').first().waitFor();
+  const tints = await prof.getByTestId('flame-frame').evaluateAll((f) => f.filter((x) => !x.classList.contains('more'))
+    .map((x) => x.style.background));
+  assert.ok(tints.some((c) => c !== colours[0]), `changed frames are tinted: ${tints.slice(0, 5)}`);
+  await shot(prof, size, 'profile-difference');
+  await prof.getByTestId('diff-view-changes').click();
+  await prof.getByTestId('changes-row').first().waitFor();
+  await prof.getByTestId('diff-view-tree').click();
+  await prof.getByTestId('diff-tree-row').first().waitFor();
+  await shot(prof, size, 'profile-difference-tree');
+  await prof.close();
+  log('7b. difference against the slow calls: tinted frames, largest changes, tree');
+
   // 8. open a thread dump from the pod's page
   await page.getByTestId('tab-pods').click();
   await page.getByTestId('pods-page').waitFor();

@@ -14,6 +14,7 @@ import { PodsPage } from './pods/PodsPage';
 import { HeapsPage } from './pods/HeapsPage';
 import { DumpPage } from './pods/DumpPage';
 import { TreePage } from './tree/TreePage';
+import { ProfilePage } from './tree/ProfilePage';
 
 export function App() {
   const route = useRoute();
@@ -46,6 +47,7 @@ export function App() {
   else if (path === '/pods') page = <Shell route={route} screen={(p) => <PodsPage {...p} />} />;
   else if (path === '/heaps') page = <Shell route={route} screen={(p) => <HeapsPage {...p} />} />;
   else if (path === '/tree') page = <TreePage route={route} />;
+  else if (path === '/profile') page = <ProfilePage route={route} />;
   else if (path.startsWith('/dump/')) page = <DumpPage route={route} />;
   else page = (
     <div class="notfound" data-testid="not-found">

@@ -15,7 +15,7 @@ import { selectionFilter, useApp, type Selection } from '../lib/ctx';
 import { fmtDuration } from '../lib/format';
 import { apiStream, type StreamProgress } from '../lib/stream';
 import { fmtListTs, fmtTs, serverNow } from '../lib/time';
-import { setParams } from '../lib/url';
+import { buildUrl, setParams } from '../lib/url';
 import type { ScreenProps } from '../shell/Shell';
 import { busyMs } from './busy';
 import { CallsChart } from './CallsChart';
@@ -306,6 +306,9 @@ export function CallsPage(p: ScreenProps) {
           <span title={xlsxOn ? 'XLSX export' : 'XLSX export is not offered by this server (features.export_xlsx is off)'}>
             <button type="button" class="btn" disabled={!xlsxOn} data-testid="export-xlsx">XLSX</button>
           </span>
+          <button type="button" class="btn" data-testid="profile-all" disabled={app.config?.features?.profile !== true}
+            title="Merge every call matching the filters into one aggregate profile (a new tab): tree, flame graph, hotspots, and a difference against a baseline"
+            onClick={() => window.open(buildUrl('/profile', base), '_blank')}>Profile</button>
           <button type="button" class={`btn ${chartOn ? 'btn-on' : ''}`} data-testid="chart-toggle"
             title={chartOn ? 'Hide the chart' : 'Show the chart'}
             onClick={() => { setChartOn(!chartOn); writeFlag(CHART_KEY, !chartOn); }}>Chart</button>

@@ -26,6 +26,10 @@ export interface FlameViewProps {
   marks: Set<number> | null;
   baseName: string;                   // file name stem for exports
   onMetric: (m: Metric) => void;
+  /** a colour per frame instead of category/package (the difference view's change) */
+  colorOf?: (node: number) => string;
+  /** more text for the hover line and the frame's title (the difference view's numbers) */
+  detailOf?: (node: number) => string;
 }
 
 export function FlameView(p: FlameViewProps) {
@@ -70,6 +74,7 @@ export function FlameView(p: FlameViewProps) {
 
   const color = (i: number, more: boolean): string => {
     if (more) return '#d5d8de';
+    if (p.colorOf) return p.colorOf(i);
     const c = p.cats && !m.bottomUp ? p.cats.cat[i] : -1;
     if (c >= 0) return categoryColor(c).replace('95%)', '82%)');
     const n = m.names.get(m.method[i]);
@@ -79,7 +84,17 @@ export function FlameView(p: FlameViewProps) {
     if (more) return `… ${narrowCount(m, i, p.metric, lay ? lay.w[0] / Math.max(1e-9, metricValue(m, zoom, p.metric)) : 0)} narrow frames`;
     return m.names.get(m.method[i]).label;
   };
-  const title = (i: number, more: boolean): string => (more ? label(i, true) : `${label(i, false)} — ${numbersText(m, i)}`);
+  const title = (i: number, more: boolean): string =>
+    (more ? label(i, true) : `${label(i, false)} — ${numbersText(m, i)}${p.detailOf ? ` — ${p.detailOf(i)}` : ''}`);
+
+  // JSON (or the page) to the first frames on screen, for the aggregate profile's benchmark
+  const painted = useRef(false);
+  useEffect(() => {
+    if (painted.current || !lay || lay.count === 0) return;
+    painted.current = true;
+    const w = window as unknown as { __cpFlameTiming?: Record<string, number> };
+    w.__cpFlameTiming = { pageMs: Math.round(performance.now()), frames: lay.count, nodes: m.n };
+  }, [lay]);
 
   const frames: JSX.Element[] = [];
   if (lay) {
@@ -148,6 +163,7 @@ export function FlameView(p: FlameViewProps) {
       <div class="fl-details" data-testid="flame-details">
         {hover >= 0
           ? <><b>{m.names.get(m.method[hover]).label}</b> — {numbersText(m, hover)}
+              {p.detailOf && <span data-testid="flame-detail-extra"> — {p.detailOf(hover)}</span>}
               {m.total[zoom] > 0 && <span class="muted"> — {pct(m.total[hover], m.total[zoom])} of {fmtDuration(m.total[zoom])}</span>}</>
           : <span class="muted">Hover a frame for its numbers; click to zoom; Esc zooms out.</span>}
       </div>

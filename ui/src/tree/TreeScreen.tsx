@@ -24,6 +24,7 @@ import { ParamsView } from './ParamsTab';
 import { RulesDialog, StacktraceDialog, ValueDialog } from './dialogs';
 import { TreeView } from './TreeView';
 import type { SuspMode } from './numbers';
+import { stoppedText, type ProfileInfo } from './profileModel';
 import './tree.css';
 
 export interface TreeData {
@@ -31,6 +32,9 @@ export interface TreeData {
   raw: string;          // the JSON text as the API returned it (embedded by Download page)
   ids: string[];
   t0?: number;          // performance.now() when the JSON text was complete (first-paint timing)
+  label?: string;       // context text when the tree has no calls listed (an aggregate profile)
+  profile?: ProfileInfo; // an aggregate profile (GET /profile): how it was merged, why it stopped
+  tools?: JSX.Element;  // more toolbar buttons (the profile's Compare…)
 }
 
 export interface StateIO {
@@ -251,18 +255,24 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
   const derivedLabel = derivedInfo ? base.names.get(Number(derivedInfo[2])).label : '';
 
   // ---- render ----
+  const pi = data.profile ?? (resp as TreeResp & { profile?: ProfileInfo }).profile;
   const header = (
     <header class="tp-header" data-testid="tree-header">
       {!offline && <a class="brand" href="/calls" title="Calls list">cloudprof</a>}
-      <span class="tp-ctx" data-testid="tree-context">{contextText(resp)}</span>
-      {merged
+      <span class="tp-ctx" data-testid="tree-context">{contextText(resp) || data.label || ''}</span>
+      {pi
+        ? <>
+            <span class="chip" data-testid="profile-merged" title="Calls merged into this profile">aggregate of {pi.merged} calls</span>
+            <span class="chip" title="Σ of the calls' durations">Σ {durText}</span>
+          </>
+        : merged
         ? <>
             <span class="chip" data-testid="tree-ncalls">{calls.length} calls</span>
             <span class="chip" title="Merged span">{fmtTs(resp.start_ms, app.zone)} → {fmtTs(resp.end_ms, app.zone)}</span>
             <span class="chip" title="Σ of the calls' durations">Σ {durText}</span>
           </>
         : <span class="chip" title="Start (display zone) and duration">{startMs ? fmtTs(startMs, app.zone) : '—'} · {durText}</span>}
-      {!merged && <span class="tp-title" title={first?.method ?? rootName.full}>{title || rootName.label}</span>}
+      {!merged && !pi && <span class="tp-title" title={first?.method ?? rootName.full}>{title || rootName.label}</span>}
       <span class="spacer" />
       {offline}
     </header>
@@ -315,6 +325,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
           setHsBy(v);
         }}><option value="self">self time</option><option value="total">total time</option></select></label>
       )}
+      {data.tools}
       <span class="spacer" />
       {treeLike && view === 'tree' && (
         <label class="muted small" title="Personal setting: show suspension (GC pauses) separately when it matters, or always fold it into the durations">
@@ -348,6 +359,14 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
       {catRules.invalid.length > 0 && <div class="banner banner-amber">Category rules ignored: {catRules.invalid.join('; ')}</div>}
       {unresolved && <div class="banner banner-amber">Some big parameters could not be resolved (shown with their reference).</div>}
       {resp.truncated && <div class="banner banner-amber">The trace ends before the root method returned: the last numbers are cut at the last event.</div>}
+      {pi && stoppedText(pi) && (
+        <div class="banner banner-amber" data-testid="profile-stopped" data-reason={pi.stopped}>
+          Stopped early: {stoppedText(pi)} — {pi.merged} of {pi.matched}{pi.stopped === 'max_calls' ? '+' : ''} matching calls merged.
+          Narrow the filter (period, pods, duration) to profile the rest.</div>
+      )}
+      {pi && pi.without_trace > 0 && (
+        <div class="banner banner-info" data-testid="profile-untraced">{pi.without_trace} of {pi.matched} matching calls have no trace and are not part of the profile.</div>
+      )}
       {noTrace > 0 && <div class="banner banner-info">{noTrace} of {calls.length} calls have no trace and are not part of the tree.</div>}
       {tv?.limited && treeLike && view === 'tree' && <div class="banner banner-info">Large tree — automatic expansion limited.</div>}
     </div>
