@@ -12,13 +12,20 @@
 #             wall time; ratio = profile / baseline
 # Each is run --runs times (default 3); the figures are the medians. Nothing is pinned.
 #
-# usage: bench/profile.sh [--agents N] [--calls N] [--profile-calls N] [--runs K]
-#                         [--build DIR] [--no-build] [--json] [--keep]
+# --cold: after the fill, `cloudprof compact --until <an hour ahead>` moves every call into
+# Parquet files of the cold tier (local directory) before anything is timed, so both the
+# profile and the trees read Parquet.
+# --baseline-sample N: time the trees of N of the calls only (evenly spread over them) and
+# scale the time to all of them (for 100 000 cold trees, whose one-by-one reading takes
+# minutes); the output says so.
+#
+# usage: bench/profile.sh [--agents N] [--calls N] [--profile-calls N] [--runs K] [--cold]
+#                         [--baseline-sample N] [--build DIR] [--no-build] [--json] [--keep]
 # Exit status: 0 when every request answered 200.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-agents=20 calls=600 pcalls=10000 runs=3 build=$root/build-bench do_build=1 json=0 keep=0
+agents=20 calls=600 pcalls=10000 runs=3 build=$root/build-bench do_build=1 json=0 keep=0 cold=0 sample=0
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
 need() { (($# >= 2)) || { echo "profile: $1 needs a value" >&2; exit 2; }; }
 while (($#)); do
@@ -27,6 +34,8 @@ while (($#)); do
     --calls) need "$@"; calls=$2; shift ;;
     --profile-calls) need "$@"; pcalls=$2; shift ;;
     --runs) need "$@"; runs=$2; shift ;;
+    --cold) cold=1 ;;
+    --baseline-sample) need "$@"; sample=$2; shift ;;
     --build) need "$@"; build=$2; shift ;;
     --no-build) do_build=0 ;;
     --json) json=1 ;;
@@ -72,6 +81,14 @@ for ((i = 0; i < 300; i++)); do
     sleep 0.2
 done
 log "profile: $total calls stored"
+if ((cold)); then
+    log "profile: compacting every window into the cold tier"
+    "$bin" compact --data "$tmp/data" --until $(( now_ms + 3600000 )) --quiet >"$tmp/compact.log" 2>&1 ||
+        { echo "profile: compact failed" >&2; cat "$tmp/compact.log" >&2; exit 1; }
+    files=$(find "$tmp/data/cold" -name '*.parquet' | wc -l)
+    log "profile: $files Parquet files, $(du -sh "$tmp/data/cold" | cut -f1)"
+    ((files > 0)) || { echo "profile: no Parquet file after compact" >&2; exit 1; }
+fi
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
@@ -100,6 +117,17 @@ EOF
 done
 log "profile: $(grep -c '^url' "$tmp/urls") tree URLs (last page: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(len(d["calls"]), d["partial"], d["partial_reasons"])' "$tmp/page.json"))"
 ntrees=$(grep -c '^url' "$tmp/urls")
+scale=1
+if ((sample > 0 && sample < ntrees)); then
+    # every k-th tree URL (a url line and its output line each)
+    step=$(( ntrees / sample ))
+    awk -v k="$step" -v n="$sample" '/^url/ { i++; keep = ((i - 1) % k == 0 && ++taken <= n) } keep' "$tmp/urls" >"$tmp/urls.s"
+    mv "$tmp/urls.s" "$tmp/urls"
+    nsample=$(grep -c '^url' "$tmp/urls")
+    scale=$(echo "scale=6; $ntrees / $nsample" | bc)
+    log "profile: the baseline times $nsample of the $ntrees trees and scales by $scale"
+fi
+nurls=$(grep -c '^url' "$tmp/urls")
 
 p_times=() b_times=()
 for ((r = 0; r < runs; r++)); do
@@ -109,8 +137,8 @@ for ((r = 0; r < runs; r++)); do
     s=$(date +%s.%N)
     codes=$(curl -s -K "$tmp/urls" -w '%{http_code}\n' | sort | uniq -c | tr '\n' ' ')
     e=$(date +%s.%N)
-    [[ $codes =~ ^\ *$ntrees\ 200\ $ ]] || { echo "profile: the trees answered: $codes" >&2; exit 1; }
-    b_times+=("$(echo "$e - $s" | bc)")
+    [[ $codes =~ ^\ *$nurls\ 200\ $ ]] || { echo "profile: the trees answered: $codes" >&2; exit 1; }
+    b_times+=("$(echo "($e - $s) * $scale" | bc)")
 done
 pt=$(printf '%s\n' "${p_times[@]}" | median)
 bt=$(printf '%s\n' "${b_times[@]}" | median)
@@ -120,13 +148,14 @@ d=json.load(open(sys.argv[1])); print(d["profile"]["merged"], d["nodes"], os.pat
 ratio=$(echo "scale=3; $pt / $bt" | bc)
 machine=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
 if ((json)); then
-    printf '{"bench":"profile","machine":"%s","cores":%d,"date":"%s","commit":"%s","calls_stored":%d,"profile_calls":%d,"merged":%d,"nodes":%d,"bytes":%d,"profile_s":%s,"trees":%d,"trees_s":%s,"ratio":%s}\n' \
-        "$machine" "$(nproc)" "$(date -u '+%F %T UTC')" "$(git -C "$root" rev-parse --short HEAD)" "$total" "$pcalls" \
-        "$merged" "$nodes" "$bytes" "$pt" "$ntrees" "$bt" "$ratio"
+    printf '{"bench":"profile","machine":"%s","cores":%d,"date":"%s","commit":"%s","calls_stored":%d,"tier":"%s","profile_calls":%d,"merged":%d,"nodes":%d,"bytes":%d,"profile_s":%s,"trees":%d,"trees_timed":%d,"trees_s":%s,"ratio":%s}\n' \
+        "$machine" "$(nproc)" "$(date -u '+%F %T UTC')" "$(git -C "$root" rev-parse --short HEAD)" "$total" "$( ((cold)) && echo cold || echo hot)" "$pcalls" \
+        "$merged" "$nodes" "$bytes" "$pt" "$ntrees" "$nurls" "$bt" "$ratio"
 else
     echo "machine: $machine, $(nproc) cores; commit $(git -C "$root" rev-parse --short HEAD)"
     echo "stored: $total calls; profile of $pcalls: $merged merged, $nodes nodes, $bytes bytes"
     echo "profile:  $pt s (median of $runs)"
-    echo "baseline: $bt s for $ntrees trees one by one (median of $runs)"
+    echo "tier:     $( ((cold)) && echo 'cold (Parquet)' || echo hot)"
+    echo "baseline: $bt s for $ntrees trees one by one (median of $runs; $nurls timed)"
     echo "ratio:    $ratio"
 fi
