@@ -106,6 +106,51 @@ static void upload_dumps(const replay_capture *cap, int64_t first_ms)
     printf("ui_browser_test: %zu diagnostic files uploaded\n", CP_ARRAY_LEN(dump_files));
 }
 
+/* A GC log of the pod whose pauses fall among its calls (the fixture GC log's are months
+ * later): GC_PAUSES pauses from a second after the first call, 3 s apart, the last a full
+ * collection; uploaded after the dump fixtures (a log holds the events before its upload).
+ * The GC overlay on the calls chart and the jump from a pause to its calls use it. */
+#define GC_PAUSES 5
+static void upload_gc_log(const replay_capture *cap, int64_t first_ms)
+{
+    cp_buf log;
+    cp_buf_init(&log);
+    for (int k = 0; k < GC_PAUSES; k++) {
+        int64_t t = first_ms + 1000 + k * 3000;
+        time_t secs = (time_t)(t / 1000);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        int full = k == GC_PAUSES - 1;
+        cp_buf_printf(&log,
+                      "[%04d-%02d-%02dT%02d:%02d:%02d.%03d+0000][%d.%03ds][info ][gc] GC(%d) %s 195M->62M(494M) %d.%03dms\n",
+                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(t % 1000),
+                      100 + k * 3, (int)(t % 1000), 40 + k, full ? "Pause Full (System.gc())" : "Pause Young (Allocation Failure)",
+                      60 + k * 40, 250);
+    }
+    int64_t up = (first_ms / 60000 + 1) * 60000 + (int64_t)(CP_ARRAY_LEN(dump_files) + 1) * 60000;
+    assert_true(up < TO_MS);
+    time_t secs = (time_t)(up / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char path[1024];
+    snprintf(path, sizeof path, "/diagnostic/%s/%04d/%02d/%02d/%02d/%02d/%02d/%s/calls.gc.log", cap->ns,
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, cap->pod);
+    cp_buf body;
+    cp_buf_init(&body);
+    int st = 0;
+    if (http_request(srv.http_port, "PUT", path, "Content-Type: application/octet-stream\r\n", log.data, log.len, &st,
+                     &body, NULL) != 0 || st != 201)
+        server_fail(&srv, "PUT %s: %d %.*s", path, st, (int)body.len, (const char *)body.data);
+    cp_buf_free(&body);
+    cp_buf_free(&log);
+    /* the pod's GC view of the window has them */
+    char url[1024];
+    snprintf(url, sizeof url, "/api/v1/gc?" WINDOW "&namespace=%s&pod=%s", cap->ns, cap->pod);
+    json_t *doc = http_get_json(srv.http_port, url, 200);
+    assert_int_equal(json_array_size(json_object_get(doc, "pauses")), GC_PAUSES);
+    json_decref(doc);
+}
+
 /* The service of the capture's pod, from /services (malloc'ed). */
 static char *capture_service(const replay_capture *cap)
 {
@@ -147,6 +192,7 @@ static void test_browser(void **state)
     replay_capture_parser_test(&cap);
     int64_t first = load_calls(&cap);
     upload_dumps(&cap, first);
+    upload_gc_log(&cap, first);
     char *service = capture_service(&cap);
 
     /* the page is there (or this binary was built without the UI: e2e would only see the 503) */

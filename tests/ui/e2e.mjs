@@ -113,6 +113,16 @@ async function walk(browser, width, height) {
   await shot(page, size, 'calls');
   log(`2. calls: ${all.calls.length} calls of ${SERVICE}, newest first`);
 
+  // 2b. the GC overlay: the pod's pauses (the harness uploaded a GC log among its calls)
+  const gcApi = await api(`/gc?${win}&namespace=${encodeURIComponent(NS)}&pod=${encodeURIComponent(POD)}`);
+  assert.ok(gcApi.pauses.length >= 5, `GC pauses in the window: ${gcApi.pauses.length}`);
+  await page.getByTestId('chart-gc').check();
+  await page.locator(`[data-testid=calls-chart][data-gc-pauses="${gcApi.pauses.length}"]`).waitFor();
+  await page.getByTestId('chart-gc-count').filter({ hasText: String(gcApi.pauses.length) }).waitFor();
+  await shot(page, size, 'gc-overlay');
+  await page.getByTestId('chart-gc').uncheck();
+  log(`2b. GC overlay: ${gcApi.pauses.length} pauses over the calls chart`);
+
   // 3. sort by duration (descending)
   const durHeader = page.getByTestId('calls-header-duration');
   await durHeader.click();
@@ -269,6 +279,48 @@ async function walk(browser, width, height) {
   await shot(prof, size, 'profile-difference-tree');
   await prof.close();
   log('7b. difference against the slow calls: tinted frames, largest changes, tree');
+
+  // 7c. GC around a call: a call whose tree has suspension links to the pod's GC pauses
+  // around it; a pause there opens the calls around it
+  let suspended = null;
+  for (const c of byDur.calls.filter((x) => x.trace_available)) {
+    const t = await api(`/calls/${c.id}/tree`);
+    if (t.root.suspension > 0) { suspended = c; break; }
+  }
+  assert.ok(suspended, 'a fixture call has suspension in its tree');
+  const sp = await context.newPage();
+  watch(sp, `${size} suspended tree`);
+  await sp.goto(`${BASE}/tree?call=${encodeURIComponent(suspended.id)}`);
+  const around = sp.getByTestId('tree-gc-around');
+  await around.waitFor();
+  const [gcPage] = await Promise.all([context.waitForEvent('page'), around.click()]);
+  watch(gcPage, `${size} gc around`);
+  await gcPage.getByTestId('gc-call-mark').waitFor();
+  await sp.close();
+  const gu = new URL(gcPage.url());
+  assert.equal(Number(gu.searchParams.get('call_from')), suspended.ts_ms);
+  await shot(gcPage, size, 'gc-around-call');
+  await gcPage.close();
+  log(`7c. GC around ${suspended.id}: the call marked on the pod's GC chart`);
+  // the first pause (a second after the first call): its calls
+  const oldest = all.calls[all.calls.length - 1];
+  const gv = await context.newPage();
+  watch(gv, `${size} gc view`);
+  await gv.goto(`${BASE}/dump/gc?namespace=${encodeURIComponent(NS)}&pod=${encodeURIComponent(POD)}` +
+    `&from=${oldest.ts_ms - 60000}&to=${oldest.ts_ms + 60000}&cpod=${encodeURIComponent(`${NS}/${SERVICE}/${POD}`)}`);
+  await gv.getByTestId('gc-bar').first().waitFor();
+  const bar = gv.getByTestId('gc-bar').first();
+  const pauseMs = Number(await bar.getAttribute('data-time'));
+  await bar.hover();
+  const [jc] = await Promise.all([context.waitForEvent('page'), bar.click()]);
+  watch(jc, `${size} calls of a pause`);
+  await jc.locator(`[data-testid=calls-row][data-id="${oldest.id}"]`).waitFor();
+  const ju = new URL(jc.url());
+  assert.ok(Number(ju.searchParams.get('from')) <= pauseMs && Number(ju.searchParams.get('to')) > pauseMs, `window around the pause: ${jc.url()}`);
+  await shot(jc, size, 'gc-pause-calls');
+  await jc.close();
+  await gv.close();
+  log(`7c. the pause at ${pauseMs} opens its calls (${oldest.id} listed)`);
 
   // 8. open a thread dump from the pod's page
   await page.getByTestId('tab-pods').click();

@@ -10,6 +10,7 @@ import type { StatsPoint } from '../lib/api';
 import { fmtCount, fmtDuration } from '../lib/format';
 import { fmtFull } from '../lib/time';
 import { linearTicks, logTicks, timeTicks } from './chartScale';
+import { pauseAt, type PodPause } from './gcOverlay';
 
 export const CHART_H = 150;
 const M = { l: 54, r: 10, t: 8, b: 18 };
@@ -31,7 +32,11 @@ export interface ChartProps {
   cancelled?: boolean;
   onWindow: (from: number, to: number) => void;
   onOpen: (p: StatsPoint) => void;
+  /** GC pauses drawn behind the calls (the GC overlay), or null when it is off */
+  gc?: PodPause[] | null;
 }
+
+const GC_STRIP = 10;   // px at the top where a pause can be pointed at
 
 interface Geo { w: number; x: (t: number) => number; y: (d: number) => number; tOf: (px: number) => number }
 
@@ -77,6 +82,19 @@ function draw(cv: HTMLCanvasElement, g: Geo, p: ChartProps, maxD: number, hover:
     const half = ctx.measureText(t.label).width / 2;
     if (x - half > M.l - 2 && x + half < g.w) ctx.fillText(t.label, x, CHART_H - M.b + 3);
   }
+  if (p.gc) {
+    // a band per pause, at least 2 px wide, over the plot; a strip at the top to point at
+    for (const gp of p.gc) {
+      const x0 = Math.max(M.l, g.x(gp.time_ms));
+      const x1 = Math.min(g.w - M.r, Math.max(x0 + 2, g.x(gp.time_ms + gp.duration_ms)));
+      if (x1 <= x0) continue;
+      const full = /full/i.test(gp.kind) || /full/i.test(gp.cause);
+      ctx.fillStyle = full ? 'rgba(198, 40, 40, 0.22)' : 'rgba(74, 120, 214, 0.18)';
+      ctx.fillRect(x0, M.t, x1 - x0, CHART_H - M.b - M.t);
+      ctx.fillStyle = full ? '#c62828' : '#4a78d6';
+      ctx.fillRect(x0, M.t, x1 - x0, 3);
+    }
+  }
   ctx.globalAlpha = 0.7;
   for (const pt of p.points) {
     ctx.fillStyle = colorFor(pt.duration_ms);
@@ -111,6 +129,7 @@ export function CallsChart(p: ChartProps) {
   const cv = useRef<HTMLCanvasElement>(null);
   const [w, setW] = useState(0);
   const [hover, setHover] = useState<{ pt: StatsPoint; x: number; y: number } | null>(null);
+  const [gcHover, setGcHover] = useState<{ gp: PodPause; x: number; y: number } | null>(null);
   const [brush, setBrush] = useState<{ a: number; b: number } | null>(null);
   const drag = useRef<{ x0: number; moved: boolean } | null>(null);
 
@@ -129,7 +148,13 @@ export function CallsChart(p: ChartProps) {
 
   useEffect(() => {
     if (cv.current && w > 0) draw(cv.current, g, p, maxD, hover?.pt ?? null);
-  }, [p.points, p.from, p.to, p.zone, p.log, w, hover]);
+  }, [p.points, p.from, p.to, p.zone, p.log, w, hover, p.gc]);
+  // the pause under the pointer in the top strip (2 px of slack either side)
+  const gcAt = (x: number, y: number): PodPause | null => {
+    if (!p.gc || y > M.t + GC_STRIP || x < M.l) return null;
+    const t = g.tOf(x);
+    return pauseAt(p.gc, t, (p.to - p.from) / Math.max(1, g.w - M.l - M.r) * 2);
+  };
 
   const local = (e: MouseEvent) => {
     const r = cv.current!.getBoundingClientRect();
@@ -162,8 +187,13 @@ export function CallsChart(p: ChartProps) {
         if (t - f >= 1000) p.onWindow(f, t);
       } else {
         const { x: mx, y: my } = local(ev);
-        const pt = nearest(p.points, g, mx, my);
-        if (pt) p.onOpen(pt);
+        const gp = gcAt(mx, my);
+        // a pause: the window around it, whose calls are listed (the calls in the pause)
+        if (gp) p.onWindow(Math.floor(gp.time_ms - 5000), Math.ceil(gp.time_ms + gp.duration_ms + 1000));
+        else {
+          const pt = nearest(p.points, g, mx, my);
+          if (pt) p.onOpen(pt);
+        }
       }
     };
     window.addEventListener('mousemove', move);
@@ -173,7 +203,9 @@ export function CallsChart(p: ChartProps) {
   const onMove = (e: MouseEvent) => {
     if (drag.current?.moved) { setHover(null); return; }
     const { x, y } = local(e);
-    const pt = nearest(p.points, g, x, y);
+    const gp = gcAt(x, y);
+    setGcHover(gp ? { gp, x, y } : null);
+    const pt = gp ? null : nearest(p.points, g, x, y);
     setHover(pt ? { pt, x, y } : null);
   };
 
@@ -191,16 +223,25 @@ export function CallsChart(p: ChartProps) {
 
   return (
     <div class="cl-chart" ref={box} data-testid="calls-chart" tabIndex={0} onKeyDown={onKey}
+      data-gc-pauses={p.gc ? p.gc.length : undefined}
       title={`Drag to zoom into a period; click a point to open its tree; ←/→ move, ↑/↓ zoom${p.columnMs
         ? `\nPoints: the slowest calls of each ${fmtDuration(p.columnMs)} column` : ''}`}>
       <canvas ref={cv} style={{ width: `${w}px`, height: `${CHART_H}px` }} onMouseDown={onDown} onMouseMove={onMove}
-        onMouseLeave={() => setHover(null)} class={hover ? 'cl-chart-pointer' : ''} />
+        onMouseLeave={() => { setHover(null); setGcHover(null); }} class={hover || gcHover ? 'cl-chart-pointer' : ''} />
       {brush && <div class="cl-brush" style={{ left: `${brush.a}px`, width: `${brush.b - brush.a}px` }} />}
       {hover && !brush && (
         <div class="cl-tip" style={{ left: `${Math.min(hover.x + 12, w - 190)}px`, top: `${Math.max(0, hover.y - 50)}px` }}>
           <div>{fmtFull(hover.pt.ts_ms, p.zone)}</div>
           <div><b>{fmtDuration(hover.pt.duration_ms)}</b> · {fmtCount(hover.pt.calls)} calls</div>
           <div class="muted small">click: open the tree</div>
+        </div>
+      )}
+      {gcHover && !brush && (
+        <div class="cl-tip" data-testid="chart-gc-tip" style={{ left: `${Math.min(gcHover.x + 12, w - 230)}px`, top: `${gcHover.y + 8}px` }}>
+          <div>{fmtFull(gcHover.gp.time_ms, p.zone)}</div>
+          <div><b>GC pause {gcHover.gp.duration_ms.toFixed(gcHover.gp.duration_ms < 10 ? 2 : 1)}ms</b> · {gcHover.gp.kind}</div>
+          <div class="muted small">{gcHover.gp.cause} · {gcHover.gp.pod}</div>
+          <div class="muted small">click: the calls around this pause</div>
         </div>
       )}
       {p.loading && <span class="cl-chart-busy spinner" />}

@@ -16,6 +16,7 @@ import { fmtDuration } from '../lib/format';
 import { apiStream, type StreamProgress } from '../lib/stream';
 import { fmtListTs, fmtTs, serverNow } from '../lib/time';
 import { buildUrl, setParams } from '../lib/url';
+import { GC_MAX_PODS, gcPods, useGcOverlay } from './gcOverlay';
 import type { ScreenProps } from '../shell/Shell';
 import { busyMs } from './busy';
 import { CallsChart } from './CallsChart';
@@ -35,6 +36,7 @@ import './calls.css';
 const MAX_URL_IDS = 40;
 const CHART_KEY = 'cloudprof.calls.chart';
 const CHART_LOG_KEY = 'cloudprof.calls.chartLog';
+const CHART_GC_KEY = 'cloudprof.calls.chartGc';
 /** A query running longer than this shows its progress, provisional rows and Cancel. */
 const SLOW_MS = 300;
 
@@ -262,6 +264,9 @@ export function CallsPage(p: ScreenProps) {
   // ---- chart -----------------------------------------------------------------------------
   const [chartOn, setChartOn] = useState(() => readFlag(CHART_KEY, true));
   const [chartLog, setChartLog] = useState(() => readFlag(CHART_LOG_KEY, false));
+  const [gcOn, setGcOn] = useState(() => readFlag(CHART_GC_KEY, false));
+  const gcPodList = gcPods(sel.pods);
+  const gc = useGcOverlay(chartOn && gcOn, gcPodList, frozen.from, frozen.to);
   const setWindow = (from: number, to: number) => setParams({ from: String(from), to: String(to) });
   const openPoint = (pt: StatsPoint) => window.open(treeUrlFor(pt), '_blank');
 
@@ -319,10 +324,16 @@ export function CallsPage(p: ScreenProps) {
         <div class="cl-chart-row">
           <CallsChart points={stats.data?.points ?? []} from={frozen.from} to={frozen.to} zone={app.zone}
             log={chartLog} loading={stats.loading} columnMs={stats.data?.column_ms}
-            cancelled={stats.cancelled} onWindow={setWindow} onOpen={openPoint} />
+            cancelled={stats.cancelled} onWindow={setWindow} onOpen={openPoint} gc={gcOn && gcPodList ? gc.pauses : null} />
           <label class="check cl-log small" title="Logarithmic duration axis">
             <input type="checkbox" data-testid="chart-log" checked={chartLog}
               onChange={() => { setChartLog(!chartLog); writeFlag(CHART_LOG_KEY, !chartLog); }} />log
+          </label>
+          <label class="check cl-log cl-gc small" title={gcPodList ? 'GC pauses of the selected pods over the chart (from their GC logs)' : `Select up to ${GC_MAX_PODS} pods in the rail to overlay their GC pauses`}>
+            <input type="checkbox" data-testid="chart-gc" checked={gcOn && !!gcPodList} disabled={!gcPodList}
+              onChange={() => { setGcOn(!gcOn); writeFlag(CHART_GC_KEY, !gcOn); }} />GC
+            {gcOn && gcPodList && (gc.loading ? <span class="spinner" />
+              : <span class="muted" data-testid="chart-gc-count">{gc.error ? ` (${gc.error})` : ` ${gc.pauses.length}`}</span>)}
           </label>
         </div>
       )}

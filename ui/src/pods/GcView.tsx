@@ -1,14 +1,17 @@
 // GcView.tsx -- the GC log view (ui.md §9.3, §10.6) at /dump/gc?namespace=&pod=&from=&to=:
 // pauses over time as bars (full collections in red) with heap before/after/capacity lines,
 // the totals (count, Σ, max, p95, p99, % paused) and the events table. Dragging across the
-// chart zooms the window (it is in the URL like everywhere else).
+// chart zooms the window (it is in the URL like everywhere else). A click on a pause opens
+// the calls list of the pod around that pause (`cpod`, the calls' "ns/service/pod", names
+// it); `call_from`/`call_to` mark a call's span on the chart ("GC around this call" from
+// the call tree, ui.md §10.6).
 
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { apiGet } from '../lib/api';
+import { fetchGc } from '../calls/gcOverlay';
 import { resolveWindow, useApp } from '../lib/ctx';
 import { fmtBytes, fmtCount, fmtDuration, shortPod } from '../lib/format';
 import { fmtFull, fmtOffset, fmtTs, offsetMin } from '../lib/time';
-import { setParams, type Route } from '../lib/url';
+import { buildUrl, setParams, type Route } from '../lib/url';
 import { ErrorBanner, Loading, fmtShort, useFetch } from './common';
 import { isFullGc, niceTicks, timeTicks, type GcPause, type GcResp } from './dumpModel';
 import { ViewerFrame } from './frame';
@@ -23,7 +26,7 @@ export function GcView({ route }: { route: Route }) {
   const win = resolveWindow(P, zone);
   const f = useFetch((s) => {
     if (!pod) return Promise.resolve(null);
-    return apiGet<GcResp>('/gc', { namespace, pod, from: String(win.from), to: String(win.to) }, s);
+    return fetchGc(namespace, pod, win.from, win.to, s);
   }, [pod, namespace, win.fromText, win.toText]);
   const sub = `${pod ? shortPod(pod) : 'no pod'} · ${fmtTs(win.from, zone)} – ${fmtTs(win.to, zone)}`;
 
@@ -32,7 +35,11 @@ export function GcView({ route }: { route: Route }) {
   else if (win.error) body = <div class="banner banner-red">{win.error}</div>;
   else if (f.error) body = <ErrorBanner error={f.error} retry={f.retry} />;
   else if (f.loading || !f.data) body = <Loading label="Reading the GC logs…" />;
-  else body = <GcBody d={f.data} zone={zone} from={win.from} to={win.to} />;
+  else {
+    const cf = Number(P.get('call_from')), ct = Number(P.get('call_to'));
+    const mark = Number.isFinite(cf) && Number.isFinite(ct) && ct >= cf && P.get('call_from') ? { from: cf, to: ct } : null;
+    body = <GcBody d={f.data} zone={zone} from={win.from} to={win.to} cpod={P.get('cpod')} mark={mark} />;
+  }
   return <ViewerFrame route={route} title="GC pauses" docTitle={`GC ${shortPod(pod)}`} sub={sub} testid="gc-view">{body}</ViewerFrame>;
 }
 
@@ -47,7 +54,14 @@ function Widen({ to }: { to: number }) {
   );
 }
 
-function GcBody({ d, zone, from, to }: { d: GcResp; zone: string; from: number; to: number }) {
+interface Span { from: number; to: number }
+
+/** The calls list of the pod around a pause: from 5 s before it to 1 s after it ends. */
+export function callsUrlForPause(p: GcPause, cpod: string): string {
+  return buildUrl('/calls', { from: String(Math.floor(p.time_ms - 5000)), to: String(Math.ceil(p.time_ms + p.duration_ms + 1000)), pod: cpod, dur: 'all' });
+}
+
+function GcBody({ d, zone, from, to, cpod, mark }: { d: GcResp; zone: string; from: number; to: number; cpod: string | null; mark: Span | null }) {
   const t = d.totals;
   const [sortDur, setSortDur] = useState(false);
   const [all, setAll] = useState(false);
@@ -84,14 +98,15 @@ function GcBody({ d, zone, from, to }: { d: GcResp; zone: string; from: number; 
             <span class="fig"><span class="muted small">% of time paused</span><b>{fmtShare(t.paused_share)}</b></span>
             <span class="fig"><span class="muted small">full GCs</span><b class={fulls ? 'red' : ''}>{fulls}</b></span>
           </div>
-          <GcChart pauses={d.pauses} zone={zone} />
+          <GcChart pauses={d.pauses} zone={zone} cpod={cpod} mark={mark} />
           <div class="gc-legend">
             <span><i style="background:#4a78d6;height:8px;width:8px" />pause (young/mixed)</span>
             <span><i style="background:#c62828;height:8px;width:8px" />full collection</span>
             <span><i style="background:#e08a00" />heap before</span>
             <span><i style="background:#2e9d4a" />heap after</span>
             <span><i style="background:#9aa3b2" />capacity</span>
-            <span>drag across the chart to zoom</span>
+            {mark && <span><i style="background:#2e9d4a;opacity:.3;height:8px;width:8px" />the call</span>}
+            <span>drag across the chart to zoom{cpod ? '; click a pause for the calls around it' : ''}</span>
           </div>
           <h2>Events</h2>
           <div class="table-scroll">
@@ -165,7 +180,7 @@ const H = 300, ML = 56, MR = 64, MT = 10, MB = 26;
 
 /** Pauses as bars on the left axis (ms), heap lines on the right axis. Bars are binned per
  *  pixel column (the longest pause wins) so a week of GC logs stays a light SVG. */
-function GcChart({ pauses, zone }: { pauses: GcPause[]; zone: string }) {
+function GcChart({ pauses, zone, cpod, mark }: { pauses: GcPause[]; zone: string; cpod: string | null; mark: Span | null }) {
   const box = useRef<HTMLDivElement>(null);
   const W = useWidth(box);
   const [hover, setHover] = useState<{ p: GcPause; x: number; y: number } | null>(null);
@@ -174,6 +189,7 @@ function GcChart({ pauses, zone }: { pauses: GcPause[]; zone: string }) {
   const ph = H - MT - MB;
   let t0 = pauses[0].time_ms, t1 = pauses[0].time_ms;
   for (const p of pauses) { if (p.time_ms < t0) t0 = p.time_ms; if (p.time_ms > t1) t1 = p.time_ms; }
+  if (mark) { t0 = Math.min(t0, mark.from); t1 = Math.max(t1, mark.to); }
   const pad = Math.max((t1 - t0) * 0.02, 1000);
   t0 -= pad; t1 += pad;
   // 10 % headroom keeps the longest bar and the capacity line off the frame
@@ -217,6 +233,11 @@ function GcChart({ pauses, zone }: { pauses: GcPause[]; zone: string }) {
     setHover(best ? { p: best, x: e.clientX, y: e.clientY } : null);
   };
   const onUp = () => {
+    if (drag && Math.abs(drag.b - drag.a) <= 5 && hover && cpod) {
+      setDrag(null);
+      window.open(callsUrlForPause(hover.p, cpod), '_blank');
+      return;
+    }
     if (drag && Math.abs(drag.b - drag.a) > 5) {
       const a = tFromX(Math.min(drag.a, drag.b)), b = tFromX(Math.max(drag.a, drag.b));
       setParams({ from: String(Math.floor(a)), to: String(Math.ceil(b)) });
@@ -246,12 +267,15 @@ function GcChart({ pauses, zone }: { pauses: GcPause[]; zone: string }) {
           ))}
           <line x1={ML} x2={ML + pw} y1={MT + ph} y2={MT + ph} />
         </g>
+        {mark && <rect x={x(mark.from)} y={MT} width={Math.max(2, x(mark.to) - x(mark.from))} height={ph} fill="#2e9d4a" opacity="0.18"
+          data-testid="gc-call-mark"><title>the call</title></rect>}
         <path d={line((p) => p.heap_capacity_kib)} fill="none" stroke="#9aa3b2" stroke-width="1.2" stroke-dasharray="4 3" />
         <path d={line((p) => p.heap_before_kib)} fill="none" stroke="#e08a00" stroke-width="1" opacity="0.8" />
         <path d={line((p) => p.heap_after_kib)} fill="none" stroke="#2e9d4a" stroke-width="1.2" />
         {bins.map(([col, b]) => (
           <rect key={col} x={col - 1} y={yMs(b.p.duration_ms)} width={2} height={Math.max(1, MT + ph - yMs(b.p.duration_ms))}
-            fill={b.full ? '#c62828' : '#4a78d6'} opacity={hover?.p === b.p ? 1 : 0.8} data-testid="gc-bar" />
+            fill={b.full ? '#c62828' : '#4a78d6'} opacity={hover?.p === b.p ? 1 : 0.8} data-testid="gc-bar" data-time={b.p.time_ms}
+            style={cpod ? { cursor: 'pointer' } : undefined} />
         ))}
         {bins.filter(([, b]) => b.full).map(([col]) => (
           <path key={'f' + col} d={`M${col - 4},${MT} L${col + 4},${MT} L${col},${MT + 7} Z`} fill="#c62828" data-testid="gc-full-marker" />

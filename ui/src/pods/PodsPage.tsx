@@ -255,7 +255,10 @@ function PodRow({ r, now, zone, showGo, open, win, back, onToggle, onToast }: Ro
     );
   };
   // relative windows stay relative: a live Pods Info opens a live GC view / heap list
-  const gcUrl = buildUrl('/dump/gc', { namespace: r.namespace, pod: r.dumpPods[0], from: win.fromText, to: win.toText, back });
+  const gcUrl = buildUrl('/dump/gc', {
+    namespace: r.namespace, pod: r.dumpPods[0], from: win.fromText, to: win.toText, back,
+    cpod: r.calls > 0 ? `${r.namespace}/${r.service}/${r.pod}` : undefined,
+  });
   const heapsUrl = buildUrl('/heaps', { from: win.fromText, to: win.toText, pod: `${r.namespace}/${r.service}/${r.pod}` });
   const filter = r.dumpPods.length === 1 ? { namespace: r.namespace, pod: r.dumpPods[0] } : null;
   return (

@@ -9,6 +9,7 @@ import type { ComponentChildren, JSX } from 'preact';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { TreeResp } from '../lib/api';
 import { useApp } from '../lib/ctx';
+import { buildUrl } from '../lib/url';
 import { fmtDuration, shortPod } from '../lib/format';
 import { civil, fmtFull, fmtTs } from '../lib/time';
 import {
@@ -338,6 +339,14 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
       <button type="button" class="btn btn-small" data-testid="tree-adjust" onClick={() => setDialog({ kind: 'adjust', text: adjText })}>Adjust duration…</button>
       <button type="button" class="btn btn-small" data-testid="tree-categories" onClick={() => setDialog({ kind: 'categories', text: catText })}>Setup categories…</button>
       <button type="button" class="btn btn-small" data-testid="tree-download" onClick={doDownload} title="One HTML file that opens offline with this view">Download page</button>
+      {!offline && !merged && first && (first.suspend_ms > 0 || base.susp[0] > 0) && (
+        <a class="btn btn-small" data-testid="tree-gc-around" target="_blank" rel="noopener"
+          href={buildUrl('/dump/gc', {
+            namespace: first.namespace, pod: first.pod, from: String(first.ts_ms - 60000), to: String(first.ts_ms + first.duration_ms + 60000),
+            call_from: String(first.ts_ms), call_to: String(first.ts_ms + first.duration_ms), cpod: `${first.namespace}/${first.service}/${first.pod}`,
+          })}
+          title={`This call was suspended ${fmtDuration(Math.max(first.suspend_ms, base.susp[0]))}: the pod's GC pauses a minute around it`}>GC around this call</a>
+      )}
       {!offline && data.ids.length === 1 && data.ids[0] !== 'synthetic' && (
         <a class="btn btn-small" data-testid="tree-raw-trace" href={`/api/v1/calls/${encodeURIComponent(data.ids[0])}/trace`} download
           title="The raw agent trace of this call">Raw trace</a>
