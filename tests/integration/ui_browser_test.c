@@ -68,31 +68,44 @@ static int64_t load_calls(const replay_capture *cap)
     return first;
 }
 
+/* PUTs one diagnostic file of the pod, as uploaded at t (epoch ms). */
+static void put_dump(const replay_capture *cap, int64_t t, const char *name, const void *data, size_t len)
+{
+    assert_true(t >= FROM_MS && t < TO_MS);
+    time_t secs = (time_t)(t / 1000);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char path[1024];
+    snprintf(path, sizeof path, "/diagnostic/%s/%04d/%02d/%02d/%02d/%02d/%02d/%s/%s", cap->ns, tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, cap->pod, name);
+    cp_buf body;
+    cp_buf_init(&body);
+    int st = 0;
+    if (http_request(srv.http_port, "PUT", path, "Content-Type: application/octet-stream\r\n", data, len, &st, &body,
+                     NULL) != 0)
+        server_fail(&srv, "PUT %s: no valid response", path);
+    if (st != 201) server_fail(&srv, "PUT %s: %d %.*s", path, st, (int)body.len, (const char *)body.data);
+    cp_buf_free(&body);
+}
+
+/* The minute of the i-th upload: a minute apart from the minute after the first call. */
+static int64_t upload_minute(int64_t first_ms, size_t i)
+{
+    return (first_ms / 60000 + 1) * 60000 + (int64_t)i * 60000;
+}
+
 /* PUTs every dump fixture to /diagnostic/<ns>/<time>/<pod>/<file>, the times a minute
  * apart from the minute after the first call. */
 static void upload_dumps(const replay_capture *cap, int64_t first_ms)
 {
-    int64_t t = (first_ms / 60000 + 1) * 60000;
-    for (size_t i = 0; i < CP_ARRAY_LEN(dump_files); i++, t += 60000) {
-        assert_true(t >= FROM_MS && t < TO_MS);
-        time_t secs = (time_t)(t / 1000);
-        struct tm tm;
-        gmtime_r(&secs, &tm);
-        char path[1024], rel[256];
-        snprintf(path, sizeof path, "/diagnostic/%s/%04d/%02d/%02d/%02d/%02d/%02d/%s/%s", cap->ns, tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, cap->pod, dump_files[i]);
+    for (size_t i = 0; i < CP_ARRAY_LEN(dump_files); i++) {
+        char rel[256];
         snprintf(rel, sizeof rel, "dumps/%s", dump_files[i]);
-        cp_buf data, body;
+        cp_buf data;
         cp_buf_init(&data);
-        cp_buf_init(&body);
         load_fixture(rel, &data);
-        int st = 0;
-        if (http_request(srv.http_port, "PUT", path, "Content-Type: application/octet-stream\r\n", data.data, data.len,
-                         &st, &body, NULL) != 0)
-            server_fail(&srv, "PUT %s: no valid response", path);
-        if (st != 201) server_fail(&srv, "PUT %s: %d %.*s", path, st, (int)body.len, (const char *)body.data);
+        put_dump(cap, upload_minute(first_ms, i), dump_files[i], data.data, data.len);
         cp_buf_free(&data);
-        cp_buf_free(&body);
     }
     /* all listed under the pod, joined to its restart */
     char url[1024];
@@ -127,21 +140,7 @@ static void upload_gc_log(const replay_capture *cap, int64_t first_ms)
                       100 + k * 3, (int)(t % 1000), 40 + k, full ? "Pause Full (System.gc())" : "Pause Young (Allocation Failure)",
                       60 + k * 40, 250);
     }
-    int64_t up = (first_ms / 60000 + 1) * 60000 + (int64_t)(CP_ARRAY_LEN(dump_files) + 1) * 60000;
-    assert_true(up < TO_MS);
-    time_t secs = (time_t)(up / 1000);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char path[1024];
-    snprintf(path, sizeof path, "/diagnostic/%s/%04d/%02d/%02d/%02d/%02d/%02d/%s/calls.gc.log", cap->ns,
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, cap->pod);
-    cp_buf body;
-    cp_buf_init(&body);
-    int st = 0;
-    if (http_request(srv.http_port, "PUT", path, "Content-Type: application/octet-stream\r\n", log.data, log.len, &st,
-                     &body, NULL) != 0 || st != 201)
-        server_fail(&srv, "PUT %s: %d %.*s", path, st, (int)body.len, (const char *)body.data);
-    cp_buf_free(&body);
+    put_dump(cap, upload_minute(first_ms, CP_ARRAY_LEN(dump_files) + 1), "calls.gc.log", log.data, log.len);
     cp_buf_free(&log);
     /* the pod's GC view of the window has them */
     char url[1024];
@@ -149,6 +148,36 @@ static void upload_gc_log(const replay_capture *cap, int64_t first_ms)
     json_t *doc = http_get_json(srv.http_port, url, 200);
     assert_int_equal(json_array_size(json_object_get(doc, "pauses")), GC_PAUSES);
     json_decref(doc);
+}
+
+/* Replaces the first `from` in b by `to` (the same length). */
+static void patch_text(cp_buf *b, const char *from, const char *to)
+{
+    size_t n = strlen(from);
+    assert_int_equal(n, strlen(to));
+    uint8_t *at = memmem(b->data, b->len, from, n);
+    if (!at) fail_msg("'%s' is not in the fixture", from);
+    memcpy(at, to, n);
+}
+
+/* A second top dump a minute after the fixture's, in which Thread-2 (tid 249) used 30 more
+ * CPU seconds and "Timer c+" (tid 236) 2 more, and a copy of the fixture's thread dump in
+ * that minute (it names tid 249 Thread-2): the hot-threads view measures 30 and 2 CPU s per
+ * minute and links the cells to that thread dump. */
+static void upload_top_series(const replay_capture *cap, int64_t first_ms)
+{
+    int64_t t = upload_minute(first_ms, 3); /* a minute after the fixture (upload 2) */
+    cp_buf top, td;
+    cp_buf_init(&top);
+    cp_buf_init(&td);
+    load_fixture("dumps/20231219T061734UTC.top.txt", &top);
+    patch_text(&top, " 6:08.58 Thread-2", " 6:38.58 Thread-2");
+    patch_text(&top, " 2:47.53 Timer c+", " 2:49.53 Timer c+");
+    put_dump(cap, t, "20231219T061834UTC.top.txt", top.data, top.len);
+    load_fixture("dumps/20231219T061734UTC.td.txt", &td);
+    put_dump(cap, t, "20231219T061834UTC.td.txt", td.data, td.len);
+    cp_buf_free(&top);
+    cp_buf_free(&td);
 }
 
 /* The service of the capture's pod, from /services (malloc'ed). */
@@ -193,6 +222,7 @@ static void test_browser(void **state)
     int64_t first = load_calls(&cap);
     upload_dumps(&cap, first);
     upload_gc_log(&cap, first);
+    upload_top_series(&cap, first);
     char *service = capture_service(&cap);
 
     /* the page is there (or this binary was built without the UI: e2e would only see the 503) */

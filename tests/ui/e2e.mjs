@@ -332,7 +332,7 @@ async function walk(browser, width, height) {
   await file.waitFor();
   await shot(page, size, 'pods');
   const tds = await api(`/dumps?${win}&type=td&pod=${encodeURIComponent(POD)}`);
-  assert.equal(tds.dumps.length, 2);
+  assert.equal(tds.dumps.length, 3); // the two fixtures and the harness's copy next to its second top dump
   const td = tds.dumps.find((d) => d.name === '20231219T061734UTC.td.txt');
   const [tdPage] = await Promise.all([
     context.waitForEvent('page'),
@@ -348,6 +348,27 @@ async function walk(browser, width, height) {
   await shot(tdPage, size, 'thread-dump');
   log(`8. thread dump ${td.id}: ${threadRows} thread rows, Thread-2 listed`);
   await tdPage.close();
+
+  // 8b. hot threads across the pod's top dumps: Thread-2 used 30 CPU s in the minute between
+  // the two, "Timer c+" 2 (the harness's second top dump); a cell opens the thread's stack
+  const hotLink = podRow.getByTestId('pods-hot-link');
+  const [hot] = await Promise.all([context.waitForEvent('page'), hotLink.click()]);
+  watch(hot, `${size} hot threads`);
+  await hot.getByTestId('topseries-table').waitFor();
+  const hotRows = hot.getByTestId('hot-row');
+  assert.equal(await hotRows.nth(0).getAttribute('data-name'), 'Thread-2');
+  assert.equal(await hotRows.nth(0).getAttribute('data-tid'), '249');
+  assert.equal(Number(await hotRows.nth(0).getByTestId('hot-cell').first().getAttribute('data-value')), 30);
+  assert.equal(await hotRows.nth(1).getAttribute('data-name'), 'Timer c+');
+  assert.equal(Number(await hotRows.nth(1).getByTestId('hot-cell').first().getAttribute('data-value')), 2);
+  await shot(hot, size, 'hot-threads');
+  await hotRows.nth(0).getByTestId('hot-cell-link').click();
+  await hot.getByTestId('td-view').waitFor();
+  await hot.getByTestId('td-thread-detail').filter({ hasText: 'Thread-2' }).waitFor();
+  assert.match(hot.url(), /nid=249/);
+  await shot(hot, size, 'hot-thread-stack');
+  await hot.close();
+  log('8b. hot threads: Thread-2 30 CPU s/min, Timer c+ 2; its cell opens its stack');
 
   await importTrace(context, page, size, `e2e-import-${width}`);
 

@@ -9,6 +9,7 @@ import { GcView } from './GcView';
 import { ProfileView } from './ProfileView';
 import { TdView } from './TdView';
 import { TopView } from './TopView';
+import { TopSeriesView } from './TopSeriesView';
 import './pods.css';
 
 export function DumpPage({ route }: { route: Route }) {
@@ -18,10 +19,11 @@ export function DumpPage({ route }: { route: Route }) {
   if (kind === 'top' && id) return <TopView id={id} route={route} />;
   if (kind === 'profile' && id) return <ProfileView id={id} route={route} />;
   if (kind === 'gc') return <GcView route={route} />;
+  if (kind === 'topseries') return <TopSeriesView route={route} />;
   return (
     <ViewerFrame route={route} title="Unknown viewer" testid="dump-unknown">
       <div class="state">There is no viewer at {route.path}. Viewers: /dump/td/&lt;id&gt;, /dump/top/&lt;id&gt;,
-        /dump/profile/&lt;id&gt;, /dump/gc?pod=…</div>
+        /dump/profile/&lt;id&gt;, /dump/gc?pod=…, /dump/topseries?pod=…</div>
     </ViewerFrame>
   );
 }

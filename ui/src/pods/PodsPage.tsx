@@ -259,6 +259,7 @@ function PodRow({ r, now, zone, showGo, open, win, back, onToggle, onToast }: Ro
     namespace: r.namespace, pod: r.dumpPods[0], from: win.fromText, to: win.toText, back,
     cpod: r.calls > 0 ? `${r.namespace}/${r.service}/${r.pod}` : undefined,
   });
+  const topUrl = buildUrl('/dump/topseries', { namespace: r.namespace, pod: r.dumpPods[0], from: win.fromText, to: win.toText, back });
   const heapsUrl = buildUrl('/heaps', { from: win.fromText, to: win.toText, pod: `${r.namespace}/${r.service}/${r.pod}` });
   const filter = r.dumpPods.length === 1 ? { namespace: r.namespace, pod: r.dumpPods[0] } : null;
   return (
@@ -273,7 +274,9 @@ function PodRow({ r, now, zone, showGo, open, win, back, onToggle, onToast }: Ro
       <td class="num">{r.hasCalls ? fmtCount(r.calls)
         : <span class="tag tag-tiny" title="This pod sent diagnostic files but no profiling data in the window">dumps only</span>}</td>
       <td class="nowrap">{countLink('td', 'pods-td-link')} {range('td')}</td>
-      <td class="num">{countLink('top', 'pods-top-link')}</td>
+      <td class="num nowrap">{countLink('top', 'pods-top-link')}
+        {(t('top')?.count ?? 0) >= 2 && <> <a href={topUrl} target="_blank" rel="noopener" class="small" data-testid="pods-hot-link"
+          title="Hot threads across the top dumps: CPU seconds per thread per minute (new tab)">hot</a></>}</td>
       <td class="nowrap">
         {countLink('gc', 'pods-gc-files')}
         {t('gc') && <> <a href={gcUrl} target="_blank" rel="noopener" class="small" data-testid="pods-gc-link"
