@@ -17,6 +17,7 @@ import { apiStream, type StreamProgress } from '../lib/stream';
 import { fmtListTs, fmtTs, serverNow } from '../lib/time';
 import { buildUrl, setParams } from '../lib/url';
 import { GC_MAX_PODS, gcPods, useGcOverlay } from './gcOverlay';
+import { narrowingChips, type NarrowChip } from './narrow';
 import type { ScreenProps } from '../shell/Shell';
 import { busyMs } from './busy';
 import { CallsChart } from './CallsChart';
@@ -282,6 +283,7 @@ export function CallsPage(p: ScreenProps) {
   const fieldErr = !!(durError || qError);
   const windowText = `${fmtTs(frozen.from, app.zone)} → ${fmtTs(frozen.to, app.zone)}`;
   const csvHref = apiUrl('/calls.csv', { ...base, sort: apiSort });
+  const xlsxHref = apiUrl('/calls.xlsx', { ...base, sort: apiSort });
   const xlsxOn = app.config?.features?.export_xlsx === true;
 
   if (nothing) {
@@ -307,10 +309,15 @@ export function CallsPage(p: ScreenProps) {
           <ColumnSettings layout={layout} onChange={changeLayout} onReset={resetLayout} />
           <a class="btn" href={csvHref} download data-testid="export-csv"
             title="Download the calls of the current filters and sort as CSV (UTC times, ; separated)">CSV</a>
-          {/* the tooltip sits on a wrapper: a disabled button gets no pointer events */}
-          <span title={xlsxOn ? 'XLSX export' : 'XLSX export is not offered by this server (features.export_xlsx is off)'}>
-            <button type="button" class="btn" disabled={!xlsxOn} data-testid="export-xlsx">XLSX</button>
-          </span>
+          {xlsxOn ? (
+            <a class="btn" href={xlsxHref} download data-testid="export-xlsx"
+              title="Download the calls of the current filters and sort as an Excel workbook (UTC times, a link to each call's tree)">XLSX</a>
+          ) : (
+            /* an older server: the tooltip sits on a wrapper, a disabled button gets no pointer events */
+            <span title="XLSX export is not offered by this server (features.export_xlsx is off)">
+              <button type="button" class="btn" disabled data-testid="export-xlsx">XLSX</button>
+            </span>
+          )}
           <button type="button" class="btn" data-testid="profile-all" disabled={app.config?.features?.profile !== true}
             title="Merge every call matching the filters into one aggregate profile (a new tab): tree, flame graph, hotspots, and a difference against a baseline"
             onClick={() => window.open(buildUrl('/profile', base), '_blank')}>Profile</button>
@@ -353,6 +360,7 @@ export function CallsPage(p: ScreenProps) {
       </div>
 
       <Banners loader={loader} fieldErr={fieldErr} statsPartial={stats.data?.partial_reasons ?? []}
+        narrow={narrowingChips({ dur, errorsOnly, from: frozen.from, to: frozen.to, pods: sel.pods })}
         cancelled={cancelled} shown={rows.length} onRetry={() => setReload((r) => r + 1)} />
 
       <CallsTable rows={rows} version={version} cols={cols} layout={tableLayout} zone={app.zone}
@@ -387,8 +395,10 @@ export function CallsPage(p: ScreenProps) {
   );
 }
 
-function Banners({ loader, fieldErr, statsPartial, cancelled, shown, onRetry }: {
+function Banners({ loader, fieldErr, statsPartial, narrow, cancelled, shown, onRetry }: {
   loader: CallsLoader | null; fieldErr: boolean; statsPartial: string[];
+  /** one-click narrowing when the scan hit the server's budget (too wide, ui.md §1.5) */
+  narrow: NarrowChip[];
   /** what a Cancel stopped: the first page (and the stats), or only the stats */
   cancelled: 'list' | 'stats' | null; shown: number; onRetry: () => void;
 }) {
@@ -419,6 +429,12 @@ function Banners({ loader, fieldErr, statsPartial, cancelled, shown, onRetry }: 
       {reasons.length > 0 && (
         <div class="banner banner-amber" data-testid="calls-partial">
           <span>Partial results ({reasons.map(partialText).join('; ')}): the rows shown are correct, there may be more.</span>
+          {reasons.includes('scan_budget') && narrow.length > 0 && (
+            <span class="chips" data-testid="narrow-chips"><span class="muted small">Narrow:</span>
+              {narrow.map((c) => (
+                <button type="button" key={c.key} class="chip" data-testid="narrow-chip" data-key={c.key} onClick={() => setParams(c.patch)}>{c.label}</button>
+              ))}</span>
+          )}
           <button type="button" class="btn btn-small" onClick={onRetry}>Retry</button>
         </div>
       )}

@@ -8,7 +8,7 @@ import type { Call } from '../lib/api';
 import { durationDot, fmtBytes, fmtCount, fmtDuration, shortPod } from '../lib/format';
 import { fmtTs } from '../lib/time';
 import { cachedListTs } from './fasttime';
-import { cachedTitle } from './title';
+import { cachedTitle, traceIds } from './title';
 
 export interface CellCtx { zone: string; now: number }
 
@@ -45,6 +45,17 @@ function durationCell(c: Call): ComponentChildren {
   );
 }
 
+/** The "ids" chip (§3.3): the call's trace/request ids in the tooltip; a click copies them. */
+function idsChip(c: Call): ComponentChildren {
+  const ids = traceIds(c);
+  if (!ids.length) return null;
+  const text = ids.map(([n, v]) => `${n}: ${v}`).join('\n');
+  return (
+    <span class="tag tag-ids" data-testid="call-ids" title={`${text}\n(click to copy)`}
+      onClick={(e) => { e.stopPropagation(); navigator.clipboard?.writeText(ids.map(([, v]) => v).join(' ')).catch(() => {}); }}>ids</span>
+  );
+}
+
 function titleCell(c: Call): ComponentChildren {
   const t = cachedTitle(c);
   return (
@@ -52,6 +63,7 @@ function titleCell(c: Call): ComponentChildren {
       <span class="cl-title-text">{t.text}</span>
       {c.error && <span class="tag tag-red" title={c.params['call.red']?.join(', ')}>error</span>}
       {!c.trace_available && <span class="tag tag-amber" title={`no trace: ${c.trace_dropped_reason ?? 'unknown reason'}`}>no trace</span>}
+      {idsChip(c)}
     </>
   );
 }

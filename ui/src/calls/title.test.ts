@@ -1,6 +1,6 @@
 // title.test.ts -- ui.md §3.3 rules 1, 2 and 4.
 import { describe, expect, it } from 'vitest';
-import { callTitle, shortMethod, urlPath } from './title';
+import { callTitle, shortMethod, traceIds, urlPath } from './title';
 
 const SIG = 'org.springframework.http.ResponseEntity com.example.billing.web.InvoiceController0.processInvoice() (InvoiceController0.java:442) [app.jar]';
 
@@ -28,5 +28,21 @@ describe('titles', () => {
     expect(t.text).toBe('InvoiceController0.processInvoice job.name: nightly; request.id: r1');
     expect(t.tooltip).toBe(SIG);
     expect(callTitle({ method: '#42', params: {} }).text).toBe('#42');
+  });
+  it('rule 3: JMS, Quartz and queue listeners', () => {
+    const jms = 'void com.acme.OrderListener.onMessage(javax.jms.Message) (OrderListener.java:12) [app.jar]';
+    expect(callTitle({ method: jms, params: {} }).text).toBe('JMS: OrderListener');
+    expect(callTitle({ method: jms, params: { 'jms.destination': ['queue://ORDERS'], 'jms.text': ['x'.repeat(70)] } }).text)
+      .toBe(`JMS: OrderListener queue://ORDERS “${'x'.repeat(60)}…”`);
+    const q = 'void com.acme.jobs.Cleanup.execute(org.quartz.JobExecutionContext) (Cleanup.java:5) [app.jar]';
+    expect(callTitle({ method: q, params: {} }).text).toBe('Cleanup quartz job');
+    expect(callTitle({ method: q, params: { 'quartz.job': ['nightly'], 'quartz.job.type': ['Cron'] } }).text).toBe('Cron quartz job nightly');
+    expect(callTitle({ method: SIG, params: { queue: ['billing'] } }).text).toBe('InvoiceController0.processInvoice on queue billing');
+    // an onMessage of something else is not JMS
+    expect(callTitle({ method: 'void a.B.onMessage(java.lang.String)', params: {} }).text).toBe('B.onMessage');
+  });
+  it('trace ids for the ids chip', () => {
+    expect(traceIds({ params: { 'x-request-id': ['r1'], 'brave.trace_id': ['t1', 't1'], other: ['o'] } }))
+      .toEqual([['brave.trace_id', 't1'], ['x-request-id', 'r1']]);
   });
 });
