@@ -1,12 +1,15 @@
 // Hotspots.tsx -- the bottom-up flat profile (ui.md §4.6): one row per method (per category
 // when categories exist) with Σ self, Σ self suspension, Σ invocations and Σ total of its
-// outermost occurrences, sorted by self. A row expands lazily into its callers with the
-// numbers of Incoming calls (restricted to the row's category).
+// outermost occurrences, sorted by self. Grouped by category (dotted names nested) and, on
+// request, by package module (hotgroups.ts), group rows with their sums. A row expands
+// lazily into its callers with the numbers of Incoming calls (restricted to the row's
+// category).
 
 import type { JSX } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
 import { fmtDuration } from '../lib/format';
 import { hotspots, incoming, type Categories, type HotRow } from './derived';
+import { groupHotspots, packageModule, type HotGroup, type Module } from './hotgroups';
 import { abbreviatePackage } from './methodname';
 import type { TreeModel } from './model';
 import { fmtInv } from './numbers';
@@ -18,6 +21,17 @@ export function HotspotsView({ model: m, cats, by, onIncoming }: {
   onIncoming: (method: number) => void;
 }) {
   const hs = useMemo(() => hotspots(m, cats, by), [m, cats, by]);
+  const [byModule, setByModule] = useState(() => localStorage.getItem('cloudprof.tree.hotspotsModules') === '1');
+  const grouped = useMemo(() => {
+    if (!cats && !byModule) return null;
+    const mods = new Map<number, Module>();
+    const moduleOf = (mi: number) => {
+      let x = mods.get(mi);
+      if (!x) { const n = m.names.get(mi); x = packageModule(n.ok ? n.fqn : n.full); mods.set(mi, x); }
+      return x;
+    };
+    return groupHotspots(hs.rows, cats && !m.bottomUp ? cats.names : null, byModule ? moduleOf : null, by);
+  }, [hs, cats, byModule, by, m]);
   const [open, setOpen] = useState<Set<string>>(new Set());
   const [limit, setLimit] = useState(PAGE);
   const callerModels = useMemo(() => new Map<string, TreeModel | null>(), [m, cats]);
@@ -39,35 +53,14 @@ export function HotspotsView({ model: m, cats, by, onIncoming }: {
   };
 
   const body: JSX.Element[] = [];
-  let lastCat = -2;
-  const groupSums = useMemo(() => {
-    const s = new Map<number, { self: number; selfSusp: number; inv: number }>();
-    for (const r of hs.rows) {
-      const g = s.get(r.cat) ?? { self: 0, selfSusp: 0, inv: 0 };
-      g.self += r.self; g.selfSusp += r.selfSusp; g.inv += r.inv;
-      s.set(r.cat, g);
-    }
-    return s;
-  }, [hs]);
-  const rows = cats ? [...hs.rows].sort((a, b) => a.cat - b.cat) : hs.rows;
-  for (const r of rows.slice(0, limit)) {
-    if (cats && r.cat !== lastCat) {
-      lastCat = r.cat;
-      const g = groupSums.get(r.cat)!;
-      body.push(
-        <tr key={`g${r.cat}`} class="hs-group">
-          <td>{r.cat >= 0 ? cats.names[r.cat].toUpperCase() : 'UNSORTED'}</td>
-          <td class="num">{fmtDuration(g.self)}</td><td class="num">{fmtDuration(g.selfSusp)}</td>
-          <td class="num">{fmtInv(g.inv)}</td><td class="num" /><td />
-        </tr>,
-      );
-    }
+  let emitted = 0;
+  const methodRow = (r: HotRow, depth: number) => {
     const key = `${r.cat}:${r.method}`;
     const name = m.names.get(r.method);
     const isOpen = open.has(key);
     body.push(
       <tr key={key} data-testid="hotspot-row" data-method={name.full}>
-        <td>
+        <td style={depth > 0 ? { paddingLeft: 8 + depth * 14 } : undefined}>
           <span class="hs-tog" onClick={() => toggle(key)} title="Callers">{isOpen ? '−' : '+'}</span>
           {name.ok && name.pkg && <span class="muted" title={name.pkg}>{abbreviatePackage(name.pkg)}.</span>}
           <span title={name.full}>{name.label}</span>
@@ -82,12 +75,37 @@ export function HotspotsView({ model: m, cats, by, onIncoming }: {
     );
     if (isOpen) {
       const cm = callersOf(r);
-      if (cm) pushCallers(cm, 0, 1, key, body, open, toggle);
+      if (cm) pushCallers(cm, 0, 1 + depth, key, body, open, toggle);
     }
-  }
+  };
+  const groupRows = (g: HotGroup) => {
+    for (const c of g.groups) {
+      if (emitted >= limit) return;
+      body.push(
+        <tr key={`g${c.key}`} class="hs-group" data-testid="hotspot-group" data-group={c.key} data-depth={c.depth}>
+          <td style={{ paddingLeft: 8 + c.depth * 14 }}>{c.label}</td>
+          <td class="num">{fmtDuration(c.sums.self)}</td><td class="num">{fmtDuration(c.sums.selfSusp)}</td>
+          <td class="num">{fmtInv(c.sums.inv)}</td><td class="num" /><td />
+        </tr>,
+      );
+      groupRows(c);
+    }
+    for (const r of g.rows) {
+      if (emitted++ >= limit) return;
+      methodRow(r, g.depth + 1);
+    }
+  };
+  const rows = hs.rows;
+  if (grouped) groupRows(grouped);
+  else for (const r of rows.slice(0, limit)) { emitted++; methodRow(r, 0); }
 
   return (
     <div class="hs" data-testid="hotspots">
+      <label class="check small hs-modules" title="Group the methods by package module: logging, database driver, profiler, scheduler, reflection, other JDK, other">
+        <input type="checkbox" checked={byModule} data-testid="hotspots-by-module" onChange={() => {
+          localStorage.setItem('cloudprof.tree.hotspotsModules', byModule ? '0' : '1');
+          setByModule(!byModule);
+        }} />by package module</label>
       <table class="grid">
         <thead>
           <tr><th>Method</th><th class="num">Self</th><th class="num">Self susp.</th><th class="num">Inv.</th>

@@ -5,12 +5,14 @@
 import type { JSX } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
 import { fmtDuration } from '../lib/format';
-import { isSqlLike, paramsSummary, type SumGroup, type SumParam } from './derived';
+import { exactGroups, isSqlLike, paramsSummary, type SumGroup, type SumParam } from './derived';
 import type { TreeModel } from './model';
 import { fmtInv } from './numbers';
 
 export function ParamsView({ model, q, onValue }: { model: TreeModel; q: string; onValue: (name: string, value: string) => void }) {
-  const all = useMemo(() => paramsSummary(model), [model]);
+  const [exact, setExact] = useState(() => localStorage.getItem('cloudprof.tree.exactSql') === '1');
+  const shapes = useMemo(() => paramsSummary(model), [model]);
+  const all = useMemo(() => (exact ? exactGroups(shapes) : shapes), [shapes, exact]);
   const sum = useMemo(() => filterParams(all, q.trim().toLowerCase()), [all, q]);
   const [open, setOpen] = useState<Set<string>>(new Set());
   if (all.length === 0) return <div class="state" data-testid="params-empty">This tree carries no parameters.</div>;
@@ -64,6 +66,11 @@ export function ParamsView({ model, q, onValue }: { model: TreeModel; q: string;
   addParams(sum, 0, '');
   return (
     <div class="hs" data-testid="params">
+      <label class="check small hs-modules" title="SQL that differs only in literals is one group (its texts listed under it); exact text lists every text as its own group">
+        <input type="checkbox" checked={exact} data-testid="params-exact" onChange={() => {
+          localStorage.setItem('cloudprof.tree.exactSql', exact ? '0' : '1');
+          setExact(!exact);
+        }} />exact SQL text</label>
       <table class="grid">
         <thead><tr><th>Parameter / value</th><th class="num">Σ duration</th><th class="num">Count</th></tr></thead>
         <tbody>{rows}</tbody>

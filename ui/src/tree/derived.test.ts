@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  applyAdjust, applyCategories, categoryColor, hotspots, incoming, outgoing, paramsSummary, parseAdjust, parseCategories,
+  applyAdjust, applyCategories, categoryColor, exactGroups, hotspots, incoming, outgoing, paramsSummary, parseAdjust, parseCategories,
   parseFactor, sqlSignature, usages,
 } from './derived';
 import { modelFromResp, type TreeModel } from './model';
@@ -160,6 +160,11 @@ describe('params', () => {
     expect(sql.groups[0].variants.map((v) => v.value)).toEqual(['SELECT * FROM t WHERE id = 1', 'SELECT * FROM t WHERE id = 2']);
     expect(sql.groups[0].nested[0].name).toBe('binds');
     expect(s.find((p) => p.name === 'web.url')!.groups[0].value).toBe('/x');
+    // the exact-text toggle splits the shape into its texts again
+    const ex = exactGroups(s).find((p) => p.name === 'sql')!;
+    expect(ex.groups.map((g) => [g.value, g.duration, g.count])).toEqual([
+      ['SELECT * FROM t WHERE id = 1', 10, 1], ['SELECT * FROM t WHERE id = 2', 5, 1]]);
+    expect(ex.groups.every((g) => g.variants.length === 0)).toBe(true);
   });
 });
 

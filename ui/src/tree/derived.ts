@@ -419,6 +419,19 @@ export interface SumParam { name: string; duration: number; groups: SumGroup[] }
 
 const SQL_NAMES = new Set(['sql', 'sql.monitor', 'mdx', 'cassandra.query', 'binds']);
 
+/** The exact-text view of a summary (§4.6, §11 item 8): a group that stands for several
+ *  texts (SQL differing only in literals) becomes one group per text with its own duration
+ *  and count; its binds stay with the shape, so they are not repeated under each text. */
+export function exactGroups(ps: SumParam[]): SumParam[] {
+  return ps.map((p) => ({
+    ...p,
+    groups: p.groups.flatMap((g) => (g.variants.length
+      ? g.variants.map((v) => ({ ...g, value: v.value, duration: v.duration, count: v.count, variants: [], nested: [] }))
+      : [{ ...g, nested: exactGroups(g.nested) }]))
+      .sort((a, b) => b.duration - a.duration),
+  }));
+}
+
 export function isSqlLike(name: string, g?: TreeParamGroup): boolean {
   return SQL_NAMES.has(name) || !!(g && g.variants && g.variants.length);
 }

@@ -8,6 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { fmtDuration } from '../lib/format';
 import { parseAdjust, parseCategories } from './derived';
 import { stackLine } from './methodname';
+import { tokensFor } from './syntax';
 import type { TreeModel } from './model';
 import { fmtInv } from './numbers';
 
@@ -109,6 +110,13 @@ function prettyXml(x: string): string {
   return out.join('\n');
 }
 
+/** The text with SQL/XML colouring (syntax.ts), or plain. */
+function Coloured({ name, text }: { name: string; text: string }) {
+  const toks = text.length <= 500000 ? tokensFor(name, text) : null;  // a huge value stays plain: fast
+  if (!toks) return <>{text}</>;
+  return <>{toks.map((t, i) => (t.c ? <span key={i} class={`sx-${t.c}`}>{t.t}</span> : t.t))}</>;
+}
+
 export function ValueDialog({ name, value, onClose }: { name: string; value: string; onClose: () => void }) {
   const [raw, setRaw] = useState(false);
   const pretty = prettyValue(name, value);
@@ -118,7 +126,7 @@ export function ValueDialog({ name, value, onClose }: { name: string; value: str
         {pretty !== value && <button type="button" class="btn" onClick={() => setRaw(!raw)}>{raw ? 'Formatted' : 'View source'}</button>}
         <CopyButton text={value} /><button type="button" class="btn" onClick={onClose}>Close</button>
       </>}>
-      <div class="tp-value">{raw ? value : pretty}</div>
+      <div class="tp-value" data-testid="value-text"><Coloured name={name} text={raw ? value : pretty} /></div>
     </Dialog>
   );
 }
