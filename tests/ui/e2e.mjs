@@ -122,6 +122,13 @@ async function walk(browser, width, height) {
   await shot(page, size, 'gc-overlay');
   await page.getByTestId('chart-gc').uncheck();
   log(`2b. GC overlay: ${gcApi.pauses.length} pauses over the calls chart`);
+  // 2c. the classic timeline: a bar per loaded call, stacked in lanes
+  await page.getByTestId('chart-kind-timeline').click();
+  await page.locator(`[data-testid=calls-timeline][data-bars="${FIXTURE_CALLS}"]`).waitFor();
+  await shot(page, size, 'timeline');
+  await page.getByTestId('chart-kind-scatter').click();
+  await page.getByTestId('calls-chart').waitFor();
+  log(`2c. timeline: ${FIXTURE_CALLS} bars`);
 
   // 3. sort by duration (descending)
   const durHeader = page.getByTestId('calls-header-duration');

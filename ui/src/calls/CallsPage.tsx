@@ -18,6 +18,7 @@ import { fmtListTs, fmtTs, serverNow } from '../lib/time';
 import { buildUrl, setParams } from '../lib/url';
 import { GC_MAX_PODS, gcPods, useGcOverlay } from './gcOverlay';
 import { narrowingChips, type NarrowChip } from './narrow';
+import { TimelineChart } from './TimelineChart';
 import type { ScreenProps } from '../shell/Shell';
 import { busyMs } from './busy';
 import { CallsChart } from './CallsChart';
@@ -38,6 +39,7 @@ const MAX_URL_IDS = 40;
 const CHART_KEY = 'cloudprof.calls.chart';
 const CHART_LOG_KEY = 'cloudprof.calls.chartLog';
 const CHART_GC_KEY = 'cloudprof.calls.chartGc';
+const CHART_TIMELINE_KEY = 'cloudprof.calls.chartTimeline';
 /** A query running longer than this shows its progress, provisional rows and Cancel. */
 const SLOW_MS = 300;
 
@@ -266,6 +268,14 @@ export function CallsPage(p: ScreenProps) {
   const [chartOn, setChartOn] = useState(() => readFlag(CHART_KEY, true));
   const [chartLog, setChartLog] = useState(() => readFlag(CHART_LOG_KEY, false));
   const [gcOn, setGcOn] = useState(() => readFlag(CHART_GC_KEY, false));
+  const [timelineOn, setTimelineOn] = useState(() => readFlag(CHART_TIMELINE_KEY, false));
+  const [reveal, setReveal] = useState<{ index: number; seq: number } | null>(null);
+  const pickFromTimeline = (c: Call) => {
+    const i = rows.findIndex((r) => r.id === c.id);
+    setSelected(new Map([[c.id, c]]));
+    anchor.current = i >= 0 ? i : null;
+    if (i >= 0) setReveal({ index: i, seq: (reveal?.seq ?? 0) + 1 });
+  };
   const gcPodList = gcPods(sel.pods);
   const gc = useGcOverlay(chartOn && gcOn, gcPodList, frozen.from, frozen.to);
   const setWindow = (from: number, to: number) => setParams({ from: String(from), to: String(to) });
@@ -329,10 +339,21 @@ export function CallsPage(p: ScreenProps) {
 
       {chartOn && (
         <div class="cl-chart-row">
+          {timelineOn ? (
+            <TimelineChart calls={rows} from={frozen.from} to={frozen.to} zone={app.zone} selected={selList} onPick={pickFromTimeline} />
+          ) : (
           <CallsChart points={stats.data?.points ?? []} from={frozen.from} to={frozen.to} zone={app.zone}
             log={chartLog} loading={stats.loading} columnMs={stats.data?.column_ms}
             cancelled={stats.cancelled} onWindow={setWindow} onOpen={openPoint} gc={gcOn && gcPodList ? gc.pauses : null} />
-          <label class="check cl-log small" title="Logarithmic duration axis">
+          )}
+          <span class="tp-seg cl-kind" role="group" aria-label="Chart">
+            {([['scatter', 'Scatter', 'All matching calls: start × duration'], ['timeline', 'Timeline', 'The loaded calls as bars from start to end']] as const).map(([k, l, t]) => (
+              <button key={k} type="button" title={t} data-testid={`chart-kind-${k}`}
+                class={`btn btn-small ${(k === 'timeline') === timelineOn ? 'btn-on' : ''}`}
+                onClick={() => { setTimelineOn(k === 'timeline'); writeFlag(CHART_TIMELINE_KEY, k === 'timeline'); }}>{l}</button>
+            ))}
+          </span>
+          {!timelineOn && <><label class="check cl-log small" title="Logarithmic duration axis">
             <input type="checkbox" data-testid="chart-log" checked={chartLog}
               onChange={() => { setChartLog(!chartLog); writeFlag(CHART_LOG_KEY, !chartLog); }} />log
           </label>
@@ -341,7 +362,7 @@ export function CallsPage(p: ScreenProps) {
               onChange={() => { setGcOn(!gcOn); writeFlag(CHART_GC_KEY, !gcOn); }} />GC
             {gcOn && gcPodList && (gc.loading ? <span class="spinner" />
               : <span class="muted" data-testid="chart-gc-count">{gc.error ? ` (${gc.error})` : ` ${gc.pauses.length}`}</span>)}
-          </label>
+          </label></>}
         </div>
       )}
 
@@ -364,7 +385,7 @@ export function CallsPage(p: ScreenProps) {
         cancelled={cancelled} shown={rows.length} onRetry={() => setReload((r) => r + 1)} />
 
       <CallsTable rows={rows} version={version} cols={cols} layout={tableLayout} zone={app.zone}
-        sortKey={sortCol?.key} order={order} selected={selected} resetKey={listKey}
+        sortKey={sortCol?.key} order={order} selected={selected} resetKey={listKey} reveal={reveal}
         canLoadMore={!!loader?.canLoadMore && !loader.stalled} skeleton={skeleton} provisional={showSnap}
         body={empty ? (
           <div class="state" data-testid="calls-empty">

@@ -35,6 +35,8 @@ export interface TableProps {
   onResize: (key: string, width: number, done: boolean) => void;
   onRowClick: (index: number, e: MouseEvent) => void;
   onNearEnd: () => void;
+  /** scroll so that this row is in view (a new `seq` asks again) */
+  reveal?: { index: number; seq: number } | null;
 }
 
 export function CallsTable(p: TableProps) {
@@ -58,6 +60,16 @@ export function CallsTable(p: TableProps) {
   }, [p.resetKey]);
 
   useEffect(() => () => cancelAnimationFrame(raf.current), []);
+
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (!el || !p.reveal) return;
+    const y = p.reveal.index * ROW_H;
+    if (y < el.scrollTop || y + ROW_H > el.scrollTop + el.clientHeight) {
+      el.scrollTop = Math.max(0, y - el.clientHeight / 2);
+      setScrollTop(el.scrollTop);
+    }
+  }, [p.reveal?.seq]);
 
   const onScroll = () => {
     // one state update per frame, however many scroll events arrive
