@@ -240,6 +240,27 @@ for p in go-alloc go-heap go-goroutine go-profile; do seed pprof "$p" "$dd/$p.pp
 # the protobuf inside (raw input is parsed too): mutations then hit the fields, not the gzip
 for p in go-goroutine go-profile; do gzip -dc "$dd/$p.pprof" >"$root/fuzz/corpus-pprof/seed-$p-raw"; done
 
+# ---- sampled stacks as trees (cp_stacktree.h; fuzz/fuzz_stacktree.c) ------------------------
+# byte 0 the source (0 a thread dump, 2 one with its idle threads, 1 a pprof profile), byte 1
+# the node budget (0: the default), byte 2 the depth and frame-bytes budgets (0: defaults)
+sk=$root/fuzz/corpus-stacktree
+mkdir -p "$sk"
+{ hex 02 00 00; head -c 30000 "$dd/20231219T061734UTC.td.txt"; } >"$sk/seed-td-idle"
+{ hex 00 20 00; head -c 30000 "$dd/20231219T061734UTC.td.txt"; } >"$sk/seed-td-budget"
+{ hex 02 00 34; head -c 6000 "$dd/20231219T061734UTC.td.txt"; } >"$sk/seed-td-cut"
+for p in go-goroutine go-profile; do { hex 01 00 00; gzip -dc "$dd/$p.pprof"; } >"$sk/seed-$p"; done
+{ hex 01 08 00; gzip -dc "$dd/go-goroutine.pprof"; } >"$sk/seed-go-goroutine-budget"
+
+# heap dumps (fuzz/fuzz_hprof.c): HPROF files written by tests/util/hprof_gen.c (4- and 8-byte
+# ids, several segments or one, a tiny one); fuzz_hprof.c compiled with -DFZ_HPROF_SEEDS writes
+# them; it needs the generator and cp_buf
+hpgen=$(mktemp -d)
+mkdir -p "$root/fuzz/corpus-hprof"
+"${CC:-cc}" -std=c17 -D_GNU_SOURCE -DFZ_HPROF_SEEDS -I"$root/src" -I"$root/tests/util" -o "$hpgen/seeds" \
+    "$root/fuzz/fuzz_hprof.c" "$root/tests/util/hprof_gen.c" "$root/src/common/buf.c"
+"$hpgen/seeds" "$root/fuzz/corpus-hprof"
+rm -rf "$hpgen"
+
 # ---- multipart (cp_multipart.h) ------------------------------------------------------------
 # byte 0 picks the Content-Type (0 "bb", 1 curl's boundary, 2 Go's, 3 quoted with
 # specials, 4 "-", 5 taken from the input; +0x80 mixed case), byte 1 seeds the slicing,

@@ -3,7 +3,8 @@
 # @duckdb/node-api, hyparquet, hyparquet-compressors: the independent Parquet readers of
 # tests/integration/pq_interop_test.c; playwright-core, which drives Debian's chromium in
 # tests/integration/ui_browser_test.c; oidc-provider and jose, the OpenID provider and the
-# token forger of tests/oidc/provider.mjs for tests/integration/oidc_test.c) into
+# token forger of tests/oidc/provider.mjs for tests/integration/oidc_test.c; exceljs, the
+# spreadsheet reader of tests/tools/xlsxread.mjs for tests/integration/xlsx_export_test.c) into
 # tests/tools/node_modules.
 #
 # * Installs Debian's nodejs and npm (apt-get --no-install-recommends) only when `node`
@@ -37,7 +38,7 @@ have=$(cat "$stamp" 2>/dev/null || true)
 if [[ ${NODE_TOOLS_FORCE:-0} != 1 && $want == "$have" &&
       -d $tools/node_modules/@duckdb/node-api && -d $tools/node_modules/hyparquet &&
       -d $tools/node_modules/hyparquet-compressors && -d $tools/node_modules/playwright-core &&
-      -d $tools/node_modules/oidc-provider && -d $tools/node_modules/jose ]]; then
+      -d $tools/node_modules/oidc-provider && -d $tools/node_modules/jose && -d $tools/node_modules/exceljs ]]; then
     say "up to date ($(node --version), tests/tools/node_modules)"
     exit 0
 fi
@@ -57,5 +58,6 @@ fi
 echo "$want" >"$stamp"
 say "installed: $(cd "$tools" && node -e '
   const l = require("./package-lock.json").packages;
-  console.log(["@duckdb/node-api", "hyparquet", "hyparquet-compressors", "playwright-core", "oidc-provider", "jose"]
+  console.log(["@duckdb/node-api", "hyparquet", "hyparquet-compressors", "playwright-core", "oidc-provider", "jose",
+               "exceljs"]
     .map(n => n + "@" + l["node_modules/" + n].version).join(" "))')"

@@ -163,6 +163,9 @@ static const char usage_text[] =
     "  --retention SPAN         cold files and diagnostic files older than this are deleted,\n"
     "                           0 = keep forever\n"
     "                           (CLOUDPROF_RETENTION, default 14d)\n"
+    "  --audit-retention SPAN   audit log entries (deletions, exports, downloads, imports)\n"
+    "                           older than this are deleted at start and then at most hourly,\n"
+    "                           0 = keep forever (CLOUDPROF_AUDIT_RETENTION, default 365d)\n"
     "  --compact-every SEC      how often closed windows are compacted, 0 = never\n"
     "                           (CLOUDPROF_COMPACT_EVERY, default 60)\n"
     "  --compact-delay MIN      windows are compacted this long after they end\n"
@@ -209,6 +212,7 @@ typedef struct serve_opts {
     int auth_ns_from_flag;
     uint64_t dump_inline_max;
     unsigned heap_keep;
+    int64_t audit_retention_ms; /* --audit-retention */
     int max_buffered_set; /* --max-buffered given: not derived from --ingest-memory */
 } serve_opts;
 
@@ -453,7 +457,8 @@ enum {
     OPT_OIDC_ROLES_CLAIM,
     OPT_OIDC_USER_CLAIM,
     OPT_OIDC_SCOPES,
-    OPT_PUBLIC_URL
+    OPT_PUBLIC_URL,
+    OPT_AUDIT_RETENTION
 };
 
 static const struct {
@@ -521,6 +526,7 @@ static const struct {
     [OPT_OIDC_USER_CLAIM] = {"--oidc-user-claim", "CLOUDPROF_OIDC_USER_CLAIM"},
     [OPT_OIDC_SCOPES] = {"--oidc-scopes", "CLOUDPROF_OIDC_SCOPES"},
     [OPT_PUBLIC_URL] = {"--public-url", "CLOUDPROF_PUBLIC_URL"},
+    [OPT_AUDIT_RETENTION] = {"--audit-retention", "CLOUDPROF_AUDIT_RETENTION"},
 };
 
 /* Applies one option value; `source` names the flag or variable in messages. */
@@ -717,6 +723,10 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
         if ((st = cp_cli_parse_span(v, &o->cold.retention_ms)) != CP_OK)
             snprintf(why, whylen, "%s: '%s' is not a span like 14d, 36h or 90m (0 = keep forever)", source, v);
         break;
+    case OPT_AUDIT_RETENTION:
+        if ((st = cp_cli_parse_span(v, &o->audit_retention_ms)) != CP_OK)
+            snprintf(why, whylen, "%s: '%s' is not a span like 365d or 720h (0 = keep forever)", source, v);
+        break;
     case OPT_COMPACT_EVERY:
         if ((st = cp_parse_u64(v, 86400, &n)) == CP_OK) o->cold.every_ms = (int64_t)n * 1000;
         else snprintf(why, whylen, "%s: '%s' is not a number of seconds (0-86400)", source, v);
@@ -882,6 +892,7 @@ int cp_cli_serve(int argc, char **argv)
     o.cold_cache_bytes = (uint64_t)1024 << 20;
     o.dump_inline_max = CP_DUMPS_DEFAULT_INLINE_MAX;
     o.heap_keep = 10;
+    o.audit_retention_ms = (int64_t)365 * 86400000;
     char why[256] = "";
     int st = apply_env(&o, why, sizeof why);
     if (st == CP_OK) st = apply_flags(&o, argc, argv, why, sizeof why);
@@ -958,6 +969,22 @@ int cp_cli_serve(int argc, char **argv)
         return 1;
     }
     o.http.dumps = dumps;
+    /* the audit log (deletions, exports, downloads, imports): its own catalog connections */
+    cp_audit_config ac = {.catalog = o.storage.catalog, .retention_ms = o.audit_retention_ms, .connections = 2};
+    cp_audit *audit = NULL;
+    if (cp_audit_open(&ac, &audit, err, sizeof err) != CP_OK) {
+        fprintf(stderr, "cloudprof serve: audit log: %s\n", err);
+        cp_dumps_close(dumps);
+        cp_server_close(srv);
+        cp_ostore_close(store);
+        opts_free(&o);
+        return 1;
+    }
+    o.http.audit = audit;
+    /* heap dump summaries (GET /dumps/{id}/hprof) are cached as files beside the data */
+    char hprof_cache[4200];
+    snprintf(hprof_cache, sizeof hprof_cache, "%s/hprof-cache", o.cfg.data_dir);
+    o.http.hprof_cache_dir = hprof_cache;
     o.http.blacklist = o.blacklist;
     o.http.nblacklist = o.nblacklist;
     o.http.idle_methods = o.idle_methods;
@@ -982,7 +1009,8 @@ int cp_cli_serve(int argc, char **argv)
     cp_http *http = NULL;
     if (cp_http_start(&o.http, &http, err, sizeof err) != CP_OK) {
         fprintf(stderr, "cloudprof serve: HTTP: %s\n", err);
-        cp_dumps_close(dumps);
+        cp_audit_close(audit);
+    cp_dumps_close(dumps);
         cp_server_close(srv);
         cp_ostore_close(store);
         opts_free(&o);
@@ -997,7 +1025,8 @@ int cp_cli_serve(int argc, char **argv)
         write_ready_file(o.ready_file, cp_server_port(srv), cp_http_port(http), cp_server_tls_port(srv)) != CP_OK) {
         fprintf(stderr, "cloudprof serve: cannot write ready file %s: %s\n", o.ready_file, strerror(errno));
         cp_http_stop(http);
-        cp_dumps_close(dumps);
+        cp_audit_close(audit);
+    cp_dumps_close(dumps);
         cp_server_close(srv);
         cp_ostore_close(store);
         opts_free(&o);
@@ -1016,6 +1045,7 @@ int cp_cli_serve(int argc, char **argv)
     cp_server_run(srv);
     cp_coldtask_stop(cold);
     cp_http_stop(http);
+    cp_audit_close(audit);
     cp_dumps_close(dumps);
     cp_server_close(srv);
     cp_ostore_close(store);

@@ -53,7 +53,8 @@ static const char *const route_values[CP_M_ROUTE_COUNT] = {
     "other",       "ui",          "metrics",       "health",         "time",      "config",    "me",
     "services",    "calls",       "calls_csv",     "calls_stats",    "call",      "call_tree", "call_trace",
     "call_export", "tree",        "tree_export",   "import",         "dumps",     "dumps_summary",
-    "dumps_download", "dump",     "dump_view",     "gc",             "upload",    "cdt_download", "auth"};
+    "dumps_download", "dump",     "dump_view",     "gc",             "upload",    "cdt_download", "auth",
+    "calls_xlsx"};
 /* the statuses the server sends; anything else counts as its class */
 static const unsigned known_codes[] = {200, 201, 202, 204, 206, 301, 302, 303, 304, 307, 400, 401, 403, 404, 405,
                                        408, 409, 410, 413, 415, 416, 422, 429, 500, 501, 502, 503, 504, 507};

@@ -147,6 +147,7 @@ typedef enum {
     CP_M_ROUTE_UPLOAD,       /* /diagnostic/... */
     CP_M_ROUTE_CDT_DOWNLOAD, /* /cdt/v2/download */
     CP_M_ROUTE_AUTH,         /* /auth/login, /auth/callback, /auth/logout */
+    CP_M_ROUTE_CALLS_XLSX,
     CP_M_ROUTE_COUNT
 } cp_m_route;
 

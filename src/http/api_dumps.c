@@ -7,6 +7,8 @@
  *   GET    /api/v1/dumps/{id}/threads    a thread dump parsed
  *   GET    /api/v1/dumps/{id}/top        a top snapshot parsed
  *   GET    /api/v1/dumps/{id}/profile    a Go pprof profile's totals
+ *   (the sampled stacks as trees, /dumps/threads-profile and /dumps/{id}/profile/tree,
+ *   are in api_stacks.c)
  *   GET    /api/v1/gc                    GC pauses of a pod, from its GC logs
  *
  * Bytes come through cp_dumps wherever they live (hot, object, cold); a download streams
@@ -98,6 +100,11 @@ static int get_meta(cp_http *h, const http_args *a, const char *id_text, cp_dump
         return -1;
     }
     return 0;
+}
+
+int http_dump_get(cp_http *h, const http_args *a, const char *id_text, cp_dump_meta *m, http_out *o)
+{
+    return get_meta(h, a, id_text, m, o);
 }
 
 /* ---- JSON of a record ------------------------------------------------------------------ */
@@ -342,6 +349,7 @@ void http_api_dump(cp_http *h, struct MHD_Connection *conn, const http_args *a, 
         return;
     }
     o->status = ranged ? 206 : 200;
+    http_audit_dump_download(h, a, &m, start, end, ranged);
     o->content_type = content_type_of(&m);
     set_disposition(o, m.name);
     http_out_header(o, MHD_HTTP_HEADER_ACCEPT_RANGES, "bytes");
@@ -361,16 +369,19 @@ void http_api_dump_delete(cp_http *h, const http_args *a, const char *id_text, h
     /* another namespace's file: 404, as if it did not exist (auth.c) */
     if (a->who && !a->who->p.all_namespaces && get_meta(h, a, id_text, &m, o)) return;
     char err[512] = "";
-    int st = cp_dumps_delete(h->cfg->dumps, id, cp_now_ms(), err, sizeof err);
-    if (st == CP_ENOTFOUND) {
-        http_error(o, 404, "not_found", "no such dump");
-        return;
+    /* the audit entry is written in the deletion's transaction (cp_dumps.h) */
+    cp_audit_entry au;
+    int audited = http_audit_begin(h, a->who, a->conn, a->method, CP_AUDIT_DUMP_DELETE, &au);
+    if (audited) cp_audit_sets(au.target, sizeof au.target, id_text);
+    int st = audited ? cp_dumps_delete_audited(h->cfg->dumps, id, cp_now_ms(), &au, err, sizeof err)
+                     : cp_dumps_delete(h->cfg->dumps, id, cp_now_ms(), err, sizeof err);
+    if (st == CP_ENOTFOUND) http_error(o, 404, "not_found", "no such dump");
+    else if (st != CP_OK) http_reader_error(o, st, "dump delete", err);
+    else o->status = 204;
+    if (audited && st != CP_OK) { /* the attempt that deleted nothing, best effort */
+        http_audit_outcome(&au, o->status);
+        http_audit_record(h, &au);
     }
-    if (st != CP_OK) {
-        http_reader_error(o, st, "dump delete", err);
-        return;
-    }
-    o->status = 204;
 }
 
 /* ---- parsed views ---------------------------------------------------------------------------- */
@@ -459,51 +470,65 @@ static void view_top(cp_http *h, const cp_dump_meta *m, http_out *o)
     cp_top_free(top);
 }
 
-static void view_profile(cp_http *h, const http_args *a, const cp_dump_meta *m, http_out *o)
+/* sample_type: an index or a type name; default: the profile's default, else the last.
+ * 0, or -1 with the 400 set. */
+static int pick_sample_type(const cp_pprof_info *in, const http_args *a, size_t *sti, http_out *o)
 {
+    *sti = in->default_sample_type >= 0 ? (size_t)in->default_sample_type
+                                        : (in->nsample_types ? in->nsample_types - 1 : 0);
+    const http_arg *s = http_arg_get(a, "sample_type");
+    if (!s || !s->vlen) return 0;
+    uint64_t v;
+    if (cp_parse_u64(s->val, 64, &v) == CP_OK && v < in->nsample_types) {
+        *sti = (size_t)v;
+        return 0;
+    }
+    for (size_t i = 0; i < in->nsample_types; i++)
+        if (in->sample_types[i].type && !strcmp(in->sample_types[i].type, s->val)) {
+            *sti = i;
+            return 0;
+        }
+    http_bad_param(o, "sample_type", "bad_parameter", "the profile has no such sample type");
+    return -1;
+}
+
+int http_dump_pprof(cp_http *h, const http_args *a, const cp_dump_meta *m, cp_pprof **out, size_t *sti, http_out *o)
+{
+    *out = NULL;
     if (!cp_dump_kind_is_pprof(m->kind)) {
         wrong_type(o, m, "a pprof profile (alloc, pprof_heap, goroutine, profile)");
-        return;
-    }
-    uint64_t top = 50;
-    const http_arg *t = http_arg_get(a, "top");
-    if (t && t->vlen && cp_parse_u64(t->val, 10000, &top) != CP_OK) {
-        http_bad_param(o, "top", "bad_parameter", "'top' must be 0..10000");
-        return;
+        return -1;
     }
     uint8_t *p;
     size_t n;
-    if (load(h, m, &p, &n, o)) return;
+    if (load(h, m, &p, &n, o)) return -1;
     cp_pprof *pf = NULL;
     char err[256] = "";
     int st = cp_pprof_parse(p, n, h->cfg->dump_parse_max, &pf, err, sizeof err);
     free(p);
     if (st != CP_OK) {
         unparsable(o, "a pprof profile", err);
-        return;
+        return -1;
     }
-    const cp_pprof_info *in = cp_pprof_get_info(pf);
-    /* sample_type: an index or a type name; default: the profile's default, else the last */
-    size_t sti = in->default_sample_type >= 0 ? (size_t)in->default_sample_type
-                                              : (in->nsample_types ? in->nsample_types - 1 : 0);
-    const http_arg *s = http_arg_get(a, "sample_type");
-    if (s && s->vlen) {
-        uint64_t v;
-        int found = 0;
-        if (cp_parse_u64(s->val, 64, &v) == CP_OK && v < in->nsample_types) {
-            sti = (size_t)v;
-            found = 1;
-        }
-        for (size_t i = 0; !found && i < in->nsample_types; i++)
-            if (in->sample_types[i].type && !strcmp(in->sample_types[i].type, s->val)) {
-                sti = i;
-                found = 1;
-            }
-        if (!found) {
-            cp_pprof_free(pf);
-            http_bad_param(o, "sample_type", "bad_parameter", "the profile has no such sample type");
-            return;
-        }
+    if (pick_sample_type(cp_pprof_get_info(pf), a, sti, o)) {
+        cp_pprof_free(pf);
+        return -1;
+    }
+    *out = pf;
+    return 0;
+}
+
+static void view_profile(cp_http *h, const http_args *a, const cp_dump_meta *m, http_out *o)
+{
+    cp_pprof *pf;
+    size_t sti;
+    if (http_dump_pprof(h, a, m, &pf, &sti, o)) return;
+    uint64_t top = 50;
+    const http_arg *t = http_arg_get(a, "top");
+    if (t && t->vlen && cp_parse_u64(t->val, 10000, &top) != CP_OK) {
+        http_bad_param(o, "top", "bad_parameter", "'top' must be 0..10000");
+        cp_pprof_free(pf);
+        return;
     }
     view_answer(o, m, http_pprof_json(pf, sti, (size_t)top));
     cp_pprof_free(pf);

@@ -40,7 +40,7 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
                         "version", c->version ? c->version : "",
                         "features",
                         "calls", 1, "stats", 1, "tree", 1, "merged_tree", 1, "trace_download", 1,
-                        "export_csv", 1, "export_xlsx", 0, "dumps", c->dumps != NULL, "hide_system", 1,
+                        "export_csv", 1, "export_xlsx", 1, "dumps", c->dumps != NULL, "hide_system", 1,
                         "ui", cp_ui_asset_count > 0, "stream", 1, "import", c->open_catalog != NULL,
                         "export_tptp", 1, "auth", cp_auth_mode_name(c->auth_mode),
                         "limits",
@@ -61,6 +61,27 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
     if (feat && lim &&
         (json_object_set_new(feat, "profile", json_true()) ||
          json_object_set_new(lim, "max_profile_calls", json_integer((json_int_t)c->max_profile_calls)))) {
+        json_decref(o->json);
+        o->json = NULL;
+    }
+    /* sampled stacks as trees (issue 19 items 3, 4: api_stacks.c), served with the dumps */
+    if (o->json && feat && (json_object_set_new(feat, "threads_profile", json_boolean(c->dumps != NULL)) ||
+                            json_object_set_new(feat, "pprof_tree", json_boolean(c->dumps != NULL)))) {
+        json_decref(o->json);
+        o->json = NULL;
+    }
+    /* a heap dump's summary (issue 19 item 9: api_hprof.c), served with the dumps */
+    if (o->json && feat && json_object_set_new(feat, "hprof_summary", json_boolean(c->dumps != NULL))) {
+        json_decref(o->json);
+        o->json = NULL;
+    }
+    /* the audit log (issue 19 item 10: audit.c): GET /audit, for admins */
+    if (o->json && feat && json_object_set_new(feat, "audit", json_boolean(c->audit != NULL))) {
+        json_decref(o->json);
+        o->json = NULL;
+    }
+    /* a trimmed value's whole text (issue 19 item 8: api_value.c, GET /calls/{id}/value) */
+    if (o->json && feat && json_object_set_new(feat, "full_values", json_true())) {
         json_decref(o->json);
         o->json = NULL;
     }

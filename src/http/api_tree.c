@@ -45,12 +45,27 @@ static void export_answer(const cp_call_ref *refs, size_t n, int xml, cp_buf *fi
     cp_buf_init(file);
 }
 
+/* What an export held, for its audit entry: the calls in it and their namespace. */
+typedef struct export_seen {
+    size_t calls;
+    char ns[CP_AUDIT_MAX_NS];   /* the calls' namespace; "" before the first or when several */
+    int several;
+} export_seen;
+
+static void seen_call(export_seen *s, const cp_call *c)
+{
+    size_t n = c->ns ? c->ns_len : 0;
+    if (s->calls++ == 0) cp_audit_set(s->ns, sizeof s->ns, c->ns ? c->ns : "", n);
+    else if (!s->several && (strlen(s->ns) != n || memcmp(s->ns, c->ns, n))) s->several = 1;
+    if (s->several) s->ns[0] = 0;
+}
+
 /* Builds the tree of refs[0..n) -- or, with exp, the export file -- from the calls fetched
  * one at a time, and sets the response (or the error). Calls of namespaces who may not
  * see are left out (auth.c), and so are unknown ids for such a user: 404 when none is
- * left. */
+ * left. seen (exports only, may be NULL) gets what the file held. */
 static void build_tree_or_export(cp_http *h, const http_who *who, const cp_call_ref *refs, size_t n, cp_export *exp,
-                                 int xml, http_out *o)
+                                 int xml, export_seen *seen, http_out *o)
 {
     cp_tree_limits lim;
     cp_tree_limits_default(&lim);
@@ -91,6 +106,7 @@ static void build_tree_or_export(cp_http *h, const http_who *who, const cp_call_
             visible++;
             status = cp_export_add(exp, &f.call, f.blob, &file, err, sizeof err);
             added++;
+            if (seen) seen_call(seen, &f.call);
         } else {
             visible++;
             if ((ncalls++ && cp_buf_putc(&calls, ',') != CP_OK) || http_call_json(&calls, &f.call) != CP_OK) {
@@ -136,7 +152,7 @@ static void build_tree_or_export(cp_http *h, const http_who *who, const cp_call_
 
 static void build_tree(cp_http *h, const http_who *who, const cp_call_ref *refs, size_t n, http_out *o)
 {
-    build_tree_or_export(h, who, refs, n, NULL, 0, o);
+    build_tree_or_export(h, who, refs, n, NULL, 0, NULL, o);
 }
 
 /* format=trcbin|trcxml (required): 0 or 1, or -1 with the 400 set. */
@@ -149,15 +165,19 @@ static int export_format(const http_args *a, http_out *o)
     return -1;
 }
 
-static void export_refs(cp_http *h, const http_who *who, const cp_call_ref *refs, size_t n, int xml, http_out *o)
+static void export_refs(cp_http *h, const http_args *a, const cp_call_ref *refs, size_t n, int xml, http_out *o)
 {
     cp_export *exp = cp_export_new(xml);
     if (!exp) {
         http_oom(o);
         return;
     }
-    build_tree_or_export(h, who, refs, n, exp, xml, o);
+    export_seen seen;
+    memset(&seen, 0, sizeof seen);
+    build_tree_or_export(h, a->who, refs, n, exp, xml, &seen, o);
     cp_export_free(exp);
+    http_audit_tree_export(h, a, refs, n, xml ? "trcxml" : "trcbin", seen.ns, seen.calls,
+                           o->status == 200 ? o->body.len : 0, o->status);
 }
 
 /* Parses one id; 0, or -1 with the 400 set (naming param). */
@@ -262,7 +282,7 @@ void http_api_tree_export(cp_http *h, const http_args *a, const cp_buf *body, in
         free(refs);
         return;
     }
-    export_refs(h, a->who, refs, n, xml, o);
+    export_refs(h, a, refs, n, xml, o);
     free(refs);
 }
 
@@ -275,7 +295,7 @@ void http_api_call_export(cp_http *h, const http_args *a, const char *id, http_o
     int xml;
     if (http_check_args(a, params, o) || (xml = export_format(a, o)) < 0 || parse_one(id, strlen(id), NULL, &ref, o))
         return;
-    export_refs(h, a->who, &ref, 1, xml, o);
+    export_refs(h, a, &ref, 1, xml, o);
 }
 
 /* {"ids":[string,...]}: the refs (deduplicated), or -1 with the error set. */

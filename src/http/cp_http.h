@@ -10,6 +10,7 @@
 
 #include "common/cp_common.h"
 #include "model/cp_dumpfmt.h"
+#include "store/cp_audit.h"
 #include "store/cp_catalog.h"
 #include "store/cp_dumps.h"
 #include "store/cp_hot.h"
@@ -38,12 +39,17 @@ typedef struct cp_http_config {
     const char *version;           /* product version for /api/v1/config */
     /* Diagnostic files: NULL = uploads answer 503 and the dumps API 503. */
     cp_dumps *dumps;
+    /* The audit log (store/cp_audit.h, audit.c): deletions, exports, downloads and imports
+     * are recorded in it; NULL = nothing is recorded and /api/v1/audit answers 503. */
+    cp_audit *audit;
     uint64_t dump_max[CP_DUMP_KIND_MAX + 1]; /* bytes per kind (index cp_dump_kind); 0 = 10 GiB */
     const char *const *blacklist;  /* namespaces whose uploads are refused (403) */
     size_t nblacklist;
     unsigned dump_workers;         /* threads finishing uploads, default 2 */
     size_t dump_parse_max;         /* bytes a parsed view (threads, top, gc, profile) loads, default 256 MiB */
     size_t dump_zip_max_files;     /* files in one bulk download, default 100 000 */
+    const char *hprof_cache_dir;   /* heap dump summaries kept as files (api_hprof.c); NULL =
+                                    * in memory only */
     /* Imports (POST /api/v1/import): opens one catalog connection for an import's writes,
      * set up like the server's (hot window length, idle list); NULL = imports answer 503. */
     int (*open_catalog)(void *ud, cp_catalog **out, char *err, size_t errlen);

@@ -273,6 +273,7 @@ void http_api_dumps_zip(cp_http *h, const http_args *a, int legacy, http_out *o)
     if (s->l.too_many) {
         http_error(o, 413, "too_many_files", "more than %zu files match; narrow the window or the selection",
                    s->l.max);
+        http_audit_dumps_zip(h, a, s->l.n, s->l.bytes, o->status);
         zip_free(s);
         return;
     }
@@ -288,6 +289,7 @@ void http_api_dumps_zip(cp_http *h, const http_args *a, int legacy, http_out *o)
         http_oom(o);
         return;
     }
+    http_audit_dumps_zip(h, a, s->l.n, s->l.bytes, 200); /* before any byte leaves */
     o->stream = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, zip_read, s, zip_free);
     if (!o->stream) {
         zip_free(s);

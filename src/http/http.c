@@ -247,6 +247,8 @@ int http_queries_submit(cp_http *h, void (*fn)(void *arg), void *arg) { return j
 
 int http_imports_submit(cp_http *h, void (*fn)(void *arg), void *arg) { return jobs_submit(&h->imports, fn, arg); }
 
+int http_hprofs_submit(cp_http *h, void (*fn)(void *arg), void *arg) { return jobs_submit(&h->hprofs, fn, arg); }
+
 void http_imports_join(cp_http *h) { jobs_stop(&h->imports); }
 
 void http_streams_stop(cp_http *h)
@@ -429,6 +431,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     if (!rq) return;
     if (rq->up) http_diag_free(rq->up); /* an upload cut off is dropped here */
     if (rq->imp) http_import_free(rq->imp); /* an import cut off stops at its next chunk */
+    http_hprof_free(rq->hprof);
     http_auth_done(rq);
     cp_buf_free(&rq->body);
     free(rq->raw_url);
@@ -460,12 +463,12 @@ static const char *allow_text(int allowed)
 
 static int is_dump_view(const char *v)
 {
-    return !strcmp(v, "threads") || !strcmp(v, "top") || !strcmp(v, "profile");
+    return !strcmp(v, "threads") || !strcmp(v, "top") || !strcmp(v, "profile") || !strcmp(v, "hprof");
 }
 
-/* Splits "/api/v1/<a>[/<b>[/<c>]]" into its parts (pointers into buf). Returns the
+/* Splits "/api/v1/<a>[/<b>[/<c>[/<d>]]]" into its parts (pointers into buf). Returns the
  * number of parts after /api/v1, or -1 if the path is not under it or has empty parts. */
-static int split_path(const char *url, char *buf, size_t buflen, char *parts[3])
+static int split_path(const char *url, char *buf, size_t buflen, char *parts[4])
 {
     static const char prefix[] = "/api/v1/";
     if (strncmp(url, prefix, sizeof prefix - 1) != 0) return -1;
@@ -475,7 +478,7 @@ static int split_path(const char *url, char *buf, size_t buflen, char *parts[3])
     char *s = buf;
     for (;;) {
         char *slash = strchr(s, '/');
-        if (n == 3 || !*s) return -1;
+        if (n == 4 || !*s) return -1;
         parts[n++] = s;
         if (!slash) break;
         *slash = 0;
@@ -489,7 +492,7 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
                   http_req *rq, http_out *o)
 {
     char buf[1024];
-    char *p[3];
+    char *p[4];
     if (!strcmp(url, "/cdt/v2/download")) { /* the older collector's bulk download (§6.5) */
         if (m != M_GET) {
             http_error(o, 405, "method_not_allowed", "method not allowed here");
@@ -505,10 +508,13 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
     if (n >= 1 && (!strcmp(p[0], "dumps") || !strcmp(p[0], "gc") || !strcmp(p[0], "diagnostic"))) {
         dumps = 1;
         if (n == 1 && strcmp(p[0], "diagnostic")) allowed = M_GET;
-        else if (n == 2 && !strcmp(p[0], "dumps") && (!strcmp(p[1], "summary") || !strcmp(p[1], "download")))
+        else if (n == 2 && !strcmp(p[0], "dumps") &&
+                 (!strcmp(p[1], "summary") || !strcmp(p[1], "download") || !strcmp(p[1], "threads-profile")))
             allowed = M_GET;
         else if (n == 2 && !strcmp(p[0], "dumps")) allowed = M_GET | M_DELETE;
         else if (n == 3 && !strcmp(p[0], "dumps") && is_dump_view(p[2])) allowed = M_GET;
+        else if (n == 4 && !strcmp(p[0], "dumps") && !strcmp(p[2], "profile") && !strcmp(p[3], "tree"))
+            allowed = M_GET; /* a pprof profile's samples as a tree (api_stacks.c) */
         else if (n == 3 && !strcmp(p[0], "diagnostic") && !strcmp(p[1], "agent") && !strcmp(p[2], "updates"))
             allowed = M_GET;
     } else if (n == 1) {
@@ -519,14 +525,17 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (!strcmp(p[0], "services")) allowed = M_GET;
         else if (!strcmp(p[0], "calls")) allowed = M_GET;
         else if (!strcmp(p[0], "calls.csv")) allowed = M_GET;
+        else if (!strcmp(p[0], "calls.xlsx")) allowed = M_GET;
         else if (!strcmp(p[0], "tree")) allowed = M_GET | M_POST;
         else if (!strcmp(p[0], "profile")) allowed = M_GET;
+        else if (!strcmp(p[0], "audit")) allowed = M_GET;
     } else if (n == 2 && !strcmp(p[0], "calls")) {
         allowed = M_GET; /* calls/stats and calls/{id} */
     } else if (n == 2 && !strcmp(p[0], "tree") && !strcmp(p[1], "export")) {
         allowed = M_GET | M_POST;
     } else if (n == 3 && !strcmp(p[0], "calls") &&
-               (!strcmp(p[2], "tree") || !strcmp(p[2], "trace") || !strcmp(p[2], "export"))) {
+               (!strcmp(p[2], "tree") || !strcmp(p[2], "trace") || !strcmp(p[2], "export") ||
+                !strcmp(p[2], "value"))) {
         allowed = M_GET;
     }
     if (!allowed) {
@@ -545,8 +554,11 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (n == 1) http_api_dumps(h, a, o);
         else if (n == 2 && !strcmp(p[1], "summary")) http_api_dumps_summary(h, a, o);
         else if (n == 2 && !strcmp(p[1], "download")) http_api_dumps_zip(h, a, 0, o);
+        else if (n == 2 && !strcmp(p[1], "threads-profile")) http_api_threads_profile(h, a, o);
         else if (n == 2 && m == M_DELETE) http_api_dump_delete(h, a, p[1], o);
         else if (n == 2) http_api_dump(h, conn, a, p[1], o);
+        else if (n == 4) http_api_profile_tree(h, a, p[1], o);
+        else if (!strcmp(p[2], "hprof")) http_api_dump_hprof(h, conn, a, p[1], rq, o);
         else http_api_dump_view(h, a, p[1], p[2], o);
         return;
     }
@@ -558,7 +570,9 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         else if (!strcmp(p[0], "services")) http_api_services(h, a, o);
         else if (!strcmp(p[0], "calls")) http_api_calls(h, conn, a, o);
         else if (!strcmp(p[0], "calls.csv")) http_api_csv(h, a, o);
+        else if (!strcmp(p[0], "calls.xlsx")) http_api_xlsx(h, conn, a, o);
         else if (!strcmp(p[0], "profile")) http_api_profile(h, conn, a, o);
+        else if (!strcmp(p[0], "audit")) http_api_audit(h, a, o);
         else if (m == M_POST) http_api_tree_post(h, a, &rq->body, rq->body_too_large, o);
         else http_api_tree_get(h, a, o);
     } else if (n == 2) {
@@ -569,6 +583,8 @@ static void route(cp_http *h, struct MHD_Connection *conn, const char *url, int 
         http_api_call_tree(h, a, p[1], o);
     } else if (!strcmp(p[2], "export")) {
         http_api_call_export(h, a, p[1], o);
+    } else if (!strcmp(p[2], "value")) {
+        http_api_call_value(h, a, p[1], o);
     } else {
         http_api_call_trace(h, a, p[1], o);
     }
@@ -690,6 +706,8 @@ static enum MHD_Result on_import(cp_http *h, struct MHD_Connection *conn, const 
         memset(&args, 0, sizeof args);
         MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
         args.who = rq->who;
+        args.conn = conn;
+        args.method = method;
         if (http_import_begin(h, conn, &args, &rq->imp, &o) == 0) return MHD_YES;
         return send_out(h, conn, method, url, &o);
     }
@@ -729,7 +747,11 @@ static enum MHD_Result answer(cp_http *h, struct MHD_Connection *conn, const cha
         memset(&args, 0, sizeof args);
         MHD_get_connection_values_n(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
         args.who = rq->who;
+        args.conn = conn;
+        args.method = method;
         route(h, conn, url, m, &args, rq, &o);
+        /* suspended while the summary worker runs (api_hprof.c): MHD calls again after */
+        if (http_hprof_waiting(rq->hprof)) return MHD_YES;
     }
     return send_out(h, conn, method, url, &o);
 }
@@ -878,7 +900,18 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         st = CP_ENOMEM;
         goto fail_queries;
     }
-    if ((st = http_guard_start(h, err, errlen)) != CP_OK) goto fail_imports;
+    /* heap dump summaries: one at a time (api_hprof.c) */
+    if (jobs_start(&h->hprofs, 1) != CP_OK) {
+        snprintf(err, errlen, "http: cannot start the heap dump summary worker");
+        st = CP_ENOMEM;
+        goto fail_imports;
+    }
+    if (http_hprof_cache_init(h) != CP_OK) {
+        snprintf(err, errlen, "http: out of memory");
+        st = CP_ENOMEM;
+        goto fail_hprofs;
+    }
+    if ((st = http_guard_start(h, err, errlen)) != CP_OK) goto fail_hprofs;
     pthread_mutex_init(&h->imports_mu, NULL);
     pthread_mutex_init(&h->streams_mu, NULL);
     http_metrics_init(h); /* the first answers count */
@@ -916,7 +949,7 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         pthread_mutex_destroy(&h->imports_mu);
         pthread_mutex_destroy(&h->streams_mu);
         http_guard_stop(h);
-        goto fail_imports;
+        goto fail_hprofs;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info ? info->port : cfg->port;
@@ -925,6 +958,10 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
     *out = h;
     return CP_OK;
 
+fail_hprofs:
+    http_hprof_cache_free(h);
+    jobs_stop(&h->hprofs);
+    jobs_free(&h->hprofs);
 fail_imports:
     jobs_stop(&h->imports);
     jobs_free(&h->imports);
@@ -952,6 +989,7 @@ void cp_http_stop(cp_http *h)
     /* streamed queries: cancelled, their connections resumed, before MHD stops */
     http_streams_stop(h);
     http_imports_stop(h); /* imports likewise */
+    jobs_stop(&h->hprofs); /* summaries: the running one cancels (stopping), queued ones answer 503 */
     MHD_stop_daemon(h->daemon); /* joins the threads; pending responses are freed */
     http_guard_stop(h);         /* every connection has left it */
     http_auth_stop(h);
@@ -960,6 +998,8 @@ void cp_http_stop(cp_http *h)
     jobs_free(&h->jobs);
     jobs_free(&h->queries);
     jobs_free(&h->imports);
+    jobs_free(&h->hprofs);
+    http_hprof_cache_free(h);
     pthread_mutex_destroy(&h->imports_mu);
     pthread_mutex_destroy(&h->streams_mu);
     pool_free(&h->pool);

@@ -113,6 +113,8 @@ struct cp_http {
     char *tls_pem[3];             /* HTTPS: certificate, key, client CA (PEM text) while MHD runs */
     cp_metrics *metrics;          /* cfg->metrics, or own_metrics (metrics_http.c); NULL if out of memory */
     cp_metrics *own_metrics;
+    http_jobs hprofs;             /* heap dump summaries (api_hprof.c): one worker */
+    struct http_hprof_cache *hprof_cache; /* their cache and queue count */
 };
 
 /* ---- metrics_http.c ------------------------------------------------------------------------ */
@@ -158,6 +160,8 @@ int http_jobs_submit(cp_http *h, void (*fn)(void *arg), void *arg);
 int http_queries_submit(cp_http *h, void (*fn)(void *arg), void *arg);
 /* Runs fn(arg) on an import worker thread (import.c). */
 int http_imports_submit(cp_http *h, void (*fn)(void *arg), void *arg);
+/* Runs fn(arg) on the heap dump summary worker (api_hprof.c). */
+int http_hprofs_submit(cp_http *h, void (*fn)(void *arg), void *arg);
 /* Runs the queued imports to their end and joins the import workers. */
 void http_imports_join(cp_http *h);
 
@@ -189,6 +193,7 @@ typedef struct http_req {
     int import;           /* a POST /api/v1/import */
     http_import *imp;     /* its state (import.c); NULL when it answered at once */
     struct http_who *who; /* who asks (auth.c); NULL = anyone (--auth none) */
+    struct http_hprof *hprof; /* GET /dumps/{id}/hprof waiting for its summary (api_hprof.c) */
 } http_req;
 
 /* ---- request arguments --------------------------------------------------------------- */
@@ -203,6 +208,8 @@ typedef struct http_args {
     size_t n;
     int too_many;            /* more than HTTP_MAX_ARGS were sent */
     const struct http_who *who; /* who asks (auth.c); NULL = anyone (--auth none) */
+    struct MHD_Connection *conn; /* the request's connection (the audit log's client address) */
+    const char *method;      /* the request's method (audit.c records no HEAD) */
 } http_args;
 
 /* The value of key (NULL if absent). */
@@ -397,8 +404,12 @@ void http_api_calls(cp_http *h, struct MHD_Connection *conn, const http_args *a,
 void http_api_call(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_stats(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o);
 void http_api_csv(cp_http *h, const http_args *a, http_out *o);
+/* xlsx.c: GET /calls.xlsx, the CSV export's rows as a workbook (conn: the Host of its links). */
+void http_api_xlsx(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o);
 void http_api_call_tree(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_call_trace(cp_http *h, const http_args *a, const char *id, http_out *o);
+/* api_value.c: GET /calls/{id}/value?param=&key=, the whole text of a value its tree trimmed. */
+void http_api_call_value(cp_http *h, const http_args *a, const char *id, http_out *o);
 void http_api_tree_get(cp_http *h, const http_args *a, http_out *o);
 /* api_profile.c: GET /profile, the aggregate profile of a filter's calls. */
 void http_api_profile(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o);
@@ -449,5 +460,67 @@ void http_api_dumps_zip(cp_http *h, const http_args *a, int legacy, http_out *o)
 /* Parses a dump filter's namespace/service/pod/type/from/to (from/to: epoch ms or ISO;
  * the window bounds of /calls apply). 0, or -1 with the 400 in o. Strings point into a. */
 int http_dump_filter(cp_http *h, const http_args *a, cp_dump_filter *f, http_out *o);
+/* The record of a {id} path segment, as the asker may see it (another namespace's is a
+ * 404). 0, or -1 with the answer in o. */
+int http_dump_get(cp_http *h, const http_args *a, const char *id_text, cp_dump_meta *m, http_out *o);
+/* A pprof dump loaded and parsed, with the sample type its `sample_type` parameter picks
+ * (an index or a name; default the profile's default, else the last): 0 with *pf to free,
+ * or -1 with the answer (400 wrong_type / bad_parameter, 413, 422) in o. */
+int http_dump_pprof(cp_http *h, const http_args *a, const cp_dump_meta *m, cp_pprof **pf, size_t *sti, http_out *o);
+/* api_stacks.c: sampled stacks as trees (ui.md §9.4, §10.7). GET /dumps/threads-profile:
+ * a pod's thread dumps merged; GET /dumps/{id}/profile/tree: a pprof profile's samples. */
+void http_api_threads_profile(cp_http *h, const http_args *a, http_out *o);
+void http_api_profile_tree(cp_http *h, const http_args *a, const char *id, http_out *o);
+
+/* api_hprof.c: GET /dumps/{id}/hprof, a heap dump's summary, made on the summary worker
+ * while the connection is suspended (rq->hprof set; answer() then sends nothing: MHD calls
+ * again once the worker resumed it) and cached (memory, cfg->hprof_cache_dir). */
+typedef struct http_hprof http_hprof;
+void http_api_dump_hprof(cp_http *h, struct MHD_Connection *conn, const http_args *a, const char *id, http_req *rq,
+                         http_out *o);
+int http_hprof_waiting(const http_hprof *x); /* 1 while suspended, the answer not made yet */
+void http_hprof_free(http_hprof *x);
+int http_hprof_cache_init(cp_http *h);        /* CP_OK or CP_ENOMEM */
+void http_hprof_cache_free(cp_http *h);
+
+/* ---- the audit log (audit.c, store/cp_audit.h) --------------------------------------------- */
+
+/* Starts the entry of an audited request: now, who (the user, "anonymous" without a
+ * login, and the role; "uploader" for an upload credential), the client's address, the
+ * action, outcome "ok", detail {}. 0 when nothing is to be recorded: no audit log is
+ * configured, or a HEAD (no data leaves). */
+int http_audit_begin(cp_http *h, const http_who *who, struct MHD_Connection *conn, const char *method,
+                     const char *action, cp_audit_entry *e);
+/* The target: the request's parameters as a query string ("k=v&...", percent-encoded, in
+ * the order sent), cut to the field's size. */
+void http_audit_target_query(cp_audit_entry *e, const http_args *a);
+/* The namespace: the request's `namespace` parameter, else the asker's only namespace,
+ * else none (an entry without one is listed to unrestricted admins only). */
+void http_audit_ns_of(cp_audit_entry *e, const http_args *a);
+/* The outcome of an HTTP status: "ok" below 400, else the status ("404"). */
+void http_audit_outcome(cp_audit_entry *e, unsigned status);
+/* The detail from a JSON object (consumed; NULL = {}); too long for the field: {"truncated":true}. */
+void http_audit_detail(cp_audit_entry *e, json_t *detail);
+/* Records e: its id, or 0 when it could not be (a warning is logged; the request is served). */
+int64_t http_audit_record(cp_http *h, cp_audit_entry *e);
+/* A recorded entry's outcome and detail once a streamed answer ended (best effort, logged). */
+void http_audit_finish(cp_http *h, int64_t id, unsigned status, json_t *detail);
+/* The endpoints' entries (each a no-op without an audit log or for a HEAD):
+ * a calls export (export.c; action "calls.export_<ext>": calls.export_csv, calls.export_xlsx)
+ * when its answer starts -- status 200, or the error's -- and, for a started one, its end
+ * (rows, bytes, whether the client got all of it, the truncation reason or NULL); */
+int64_t http_audit_export_start(cp_http *h, const http_args *a, const char *ext, unsigned status);
+void http_audit_export_end(cp_http *h, int64_t id, uint64_t rows, uint64_t bytes, int complete, const char *cut);
+/* a diagnostic file's download (GET /dumps/{id}; [start, end] when ranged); */
+void http_audit_dump_download(cp_http *h, const http_args *a, const cp_dump_meta *m, uint64_t start, uint64_t end,
+                              int ranged);
+/* a bulk zip of diagnostic files (files and bytes listed for it); */
+void http_audit_dumps_zip(cp_http *h, const http_args *a, size_t files, uint64_t bytes, unsigned status);
+/* a TPTP export of refs[0..n) (format "trcbin"/"trcxml"): the namespace of its calls ("" when
+ * several), calls exported and the file's bytes. */
+void http_audit_tree_export(cp_http *h, const http_args *a, const cp_call_ref *refs, size_t n, const char *format,
+                            const char *ns, size_t calls, size_t bytes, unsigned status);
+/* GET /api/v1/audit (admins only). */
+void http_api_audit(cp_http *h, const http_args *a, http_out *o);
 
 #endif

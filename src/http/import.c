@@ -48,6 +48,9 @@ struct http_import {
     char code[32];
     char msg[400];
     cp_buf report;            /* the report's JSON */
+    /* the audit log's entry, filled before the worker starts, recorded by it */
+    int audited;
+    cp_audit_entry audit;
 };
 
 static void imp_release(http_import *x)
@@ -179,6 +182,25 @@ static int feed(run_state *s, const uint8_t *p, size_t n)
     return CP_OK;
 }
 
+/* Records the import's entry once its calls are durable and before the answer: the
+ * namespace the calls went to, the report's counts, the answer's status (499 when the
+ * client went away first: no answer, the calls committed until then are kept). r NULL:
+ * no importer was made (nothing was read). */
+static void import_audit(http_import *x, const cp_import_report *r, uint64_t duplicates, int aborted)
+{
+    if (!x->audited) return;
+    cp_audit_entry *e = &x->audit;
+    cp_audit_sets(e->ns, sizeof e->ns, r && r->ns ? r->ns : x->ns);
+    json_t *d = NULL;
+    if (r)
+        d = json_pack("{s:s,s:I,s:I,s:I,s:s?,s:s?,s:s?}", "format", cp_import_format_name(r->format), "calls",
+                      (json_int_t)r->calls, "duplicates", (json_int_t)duplicates, "bytes", (json_int_t)r->bytes,
+                      "service", r->service, "pod", r->pod, "error", r->error);
+    http_audit_outcome(e, x->status ? x->status : aborted ? 499 : 200);
+    http_audit_detail(e, d);
+    http_audit_record(x->h, e);
+}
+
 static void run_import(void *arg)
 {
     http_import *x = arg;
@@ -220,16 +242,19 @@ static void run_import(void *arg)
         if (st == CP_OK) st = fst;
         cp_importer_report_json(s.ip, &x->report);
         cp_import_report r;
-        cp_importer_report(s.ip, &r, NULL);
+        uint64_t dups = 0;
+        cp_importer_report(s.ip, &r, &dups);
         if (st != CP_OK && !x->status)
             set_answer(x, st == CP_ENOMEM ? 503 : st == CP_EIO ? 500 : 400,
                        st == CP_ENOMEM ? "overloaded" : st == CP_EIO ? "catalog_error" : "bad_input", "%s",
                        r.error ? r.error : cp_strstatus(st));
+        import_audit(x, &r, dups, aborted);
         http_log(h, HTTP_LOG_INFO, "http: import (%s): %llu calls, stopped at %llu%s%s", cp_import_format_name(r.format),
                  (unsigned long long)r.calls, (unsigned long long)r.stopped_at, r.error ? ": " : "",
                  r.error ? r.error : "");
-    } else if (st != CP_OK && !x->status) {
-        set_answer(x, 503, "overloaded", "out of memory");
+    } else {
+        if (st != CP_OK && !x->status) set_answer(x, 503, "overloaded", "out of memory");
+        import_audit(x, NULL, 0, aborted);
     }
     cp_importer_free(s.ip);
     if (s.cat) cp_catalog_close(s.cat);
@@ -249,7 +274,8 @@ static void run_import(void *arg)
 
 /* ---- the handler's side ------------------------------------------------------------------ */
 
-static const char *const import_params[] = {"format", "namespace", "service", "pod", NULL};
+/* name: the file's name, for the audit log only (the answer and the calls do not use it) */
+static const char *const import_params[] = {"format", "namespace", "service", "pod", "name", NULL};
 
 static int copy_name(const http_args *a, const char *key, char *dst, size_t cap, http_out *o)
 {
@@ -264,10 +290,32 @@ static int copy_name(const http_args *a, const char *key, char *dst, size_t cap,
     return 0;
 }
 
+static int import_begin(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_import **out, http_out *o);
+
 int http_import_begin(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_import **out, http_out *o)
+{
+    if (import_begin(h, conn, a, out, o) == 0) return 0;
+    /* a refused import (a namespace not the asker's, no room, a body too large...) is an
+     * attempt worth recording; a malformed request (400) did not get that far */
+    cp_audit_entry e;
+    if (o->status != 400 && http_audit_begin(h, a->who, conn, a->method, CP_AUDIT_IMPORT, &e)) {
+        http_audit_target_query(&e, a);
+        http_audit_ns_of(&e, a);
+        http_audit_outcome(&e, o->status);
+        http_audit_record(h, &e);
+    }
+    return -1;
+}
+
+static int import_begin(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_import **out, http_out *o)
 {
     *out = NULL;
     if (http_check_args(a, import_params, o)) return -1;
+    const http_arg *name = http_arg_get(a, "name");
+    if (name && name->vlen > HTTP_MAX_NAME_BYTES) {
+        http_bad_param(o, "name", "parameter_too_long", "'name' is longer than %d bytes", HTTP_MAX_NAME_BYTES);
+        return -1;
+    }
     /* a user limited to some namespaces imports into one of them, named (auth.c) */
     const http_arg *nsa = http_arg_get(a, "namespace");
     if (a->who && !a->who->p.all_namespaces && (!nsa || !nsa->vlen || !http_who_sees(a->who, nsa->val, nsa->vlen))) {
@@ -322,6 +370,9 @@ int http_import_begin(cp_http *h, struct MHD_Connection *conn, const http_args *
         x->opts.ns = x->ns[0] ? x->ns : NULL;
         x->opts.service = x->service[0] ? x->service : NULL;
         x->opts.pod = x->pod[0] ? x->pod : NULL;
+        /* the entry is ready before the worker may finish (and record it) */
+        x->audited = http_audit_begin(h, a->who, conn, a->method, CP_AUDIT_IMPORT, &x->audit);
+        if (x->audited) http_audit_target_query(&x->audit, a);
         pthread_mutex_lock(&h->imports_mu);
         int ok = !h->imports_stopping && http_imports_submit(h, run_import, x) == CP_OK;
         if (ok) { /* listed while the lock is held: a stop cannot miss it */

@@ -27,9 +27,9 @@ void http_metrics_free(cp_http *h)
 
 /* ---- route names --------------------------------------------------------------------------- */
 
-/* Splits what follows "/api/v1/" into at most 3 non-empty segments (pointers into buf);
+/* Splits what follows "/api/v1/" into at most 4 non-empty segments (pointers into buf);
  * returns their count, or -1 for more, empty ones, or a path too long. */
-static int api_parts(const char *rest, char *buf, size_t buflen, const char *parts[3])
+static int api_parts(const char *rest, char *buf, size_t buflen, const char *parts[4])
 {
     size_t len = strlen(rest);
     if (len >= buflen) return -1;
@@ -37,7 +37,7 @@ static int api_parts(const char *rest, char *buf, size_t buflen, const char *par
     int n = 0;
     for (char *s = buf;;) {
         char *slash = strchr(s, '/');
-        if (n == 3 || !*s) return -1;
+        if (n == 4 || !*s) return -1;
         parts[n++] = s;
         if (!slash) return n;
         *slash = 0;
@@ -53,10 +53,11 @@ static cp_m_route api_route(const char *rest)
     } one[] = {{"health", CP_M_ROUTE_HEALTH},       {"time", CP_M_ROUTE_TIME},   {"config", CP_M_ROUTE_CONFIG},
                {"me", CP_M_ROUTE_ME},               {"services", CP_M_ROUTE_SERVICES},
                {"calls", CP_M_ROUTE_CALLS},         {"calls.csv", CP_M_ROUTE_CALLS_CSV},
+               {"calls.xlsx", CP_M_ROUTE_CALLS_XLSX},
                {"tree", CP_M_ROUTE_TREE},           {"import", CP_M_ROUTE_IMPORT},
                {"dumps", CP_M_ROUTE_DUMPS},         {"gc", CP_M_ROUTE_GC}};
     char buf[1024];
-    const char *p[3];
+    const char *p[4];
     int n = api_parts(rest, buf, sizeof buf, p);
     if (n == 1) {
         for (size_t i = 0; i < CP_ARRAY_LEN(one); i++)
@@ -67,12 +68,16 @@ static cp_m_route api_route(const char *rest)
         return CP_M_ROUTE_TREE_EXPORT;
     } else if (n == 2 && !strcmp(p[0], "dumps")) {
         if (!strcmp(p[1], "summary")) return CP_M_ROUTE_DUMPS_SUMMARY;
+        if (!strcmp(p[1], "threads-profile")) return CP_M_ROUTE_DUMP_VIEW; /* a parsed view of several */
         return !strcmp(p[1], "download") ? CP_M_ROUTE_DUMPS_DOWNLOAD : CP_M_ROUTE_DUMP;
     } else if (n == 3 && !strcmp(p[0], "calls")) {
         if (!strcmp(p[2], "tree")) return CP_M_ROUTE_CALL_TREE;
         if (!strcmp(p[2], "trace")) return CP_M_ROUTE_CALL_TRACE;
         if (!strcmp(p[2], "export")) return CP_M_ROUTE_CALL_EXPORT;
+        if (!strcmp(p[2], "value")) return CP_M_ROUTE_CALL_TREE; /* the tree walked again for one value */
     } else if (n == 3 && !strcmp(p[0], "dumps")) {
+        return CP_M_ROUTE_DUMP_VIEW;
+    } else if (n == 4 && !strcmp(p[0], "dumps") && !strcmp(p[2], "profile") && !strcmp(p[3], "tree")) {
         return CP_M_ROUTE_DUMP_VIEW;
     }
     return CP_M_ROUTE_OTHER;

@@ -53,6 +53,8 @@ struct http_upload {
     cp_mp *mp;               /* POST multipart parser */
     int state;               /* ST_*: written by the worker before it resumes the connection */
     int deleted;             /* DELETE: 1 deleted, 0 absent */
+    int audited;             /* DELETE: audit holds its audit log entry (audit.c) */
+    cp_audit_entry audit;
 };
 
 /* ---- errors ------------------------------------------------------------------------- */
@@ -282,6 +284,13 @@ int http_diag_begin(cp_http *h, struct MHD_Connection *conn, const char *raw_url
             http_error(o, 413, "body_not_allowed", "a DELETE takes no body");
             return 1;
         }
+        /* the entry goes into the deletion's transaction (finish_job); its target is the
+         * path as sent below /diagnostic/ */
+        u->audited = http_audit_begin(h, who, conn, method, CP_AUDIT_DUMP_DELETE, &u->audit);
+        if (u->audited) {
+            cp_audit_set(u->audit.target, sizeof u->audit.target, path, plen);
+            cp_audit_sets(u->audit.ns, sizeof u->audit.ns, u->path.ns);
+        }
         return 0;
     }
     cp_dump_name nm;
@@ -327,9 +336,13 @@ static void finish_job(void *arg)
     char err[512] = "";
     int64_t now = cp_now_ms();
     if (u->method == UP_DELETE) {
-        int st = cp_dumps_delete_path(d, &u->path, now, err, sizeof err);
+        int st = cp_dumps_delete_path_audited(d, &u->path, now, u->audited ? &u->audit : NULL, err, sizeof err);
         if (st == CP_OK) u->deleted = 1;
         else if (st != CP_ENOTFOUND) up_fail_store(u, st, 0, "cannot delete the file", err);
+        if (st != CP_OK && u->audited) { /* the attempt that deleted nothing, best effort */
+            http_audit_outcome(&u->audit, u->err_status ? u->err_status : 404);
+            http_audit_record(u->h, &u->audit);
+        }
     } else {
         for (size_t i = 0; i < u->nfiles; i++) {
             up_file *f = &u->files[i];

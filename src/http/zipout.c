@@ -3,7 +3,7 @@
  * Layout of what goes to the sink, per entry:
  *   local header (CRC zero, sizes 0xFFFFFFFF, flag bit 3) + name + a ZIP64 extra holding
  *   zero sizes + the extended-timestamp extra,
- *   the data (stored, or raw deflate at level 6),
+ *   the data (stored, or raw deflate at the archive's level, 6 unless cp_zipw_level),
  *   a data descriptor: signature, CRC-32, 8-byte compressed and uncompressed sizes;
  * and at the end the central directory, a ZIP64 end record and locator when the entry
  * count, the directory's size or its offset do not fit the classic end record, and the
@@ -15,7 +15,9 @@
  * archives that libarchive rejects for entries of 4 GiB and more ("data is wrong size",
  * streaming, and seekable too for deflated entries): it picks the descriptor's form from
  * the local extra. Costs 20 bytes per entry; readers that take everything from the
- * central directory do not care.
+ * central directory do not care. A classic archive (cp_zipw_classic, for .xlsx) has no
+ * ZIP64 field anywhere and 4-byte descriptor sizes instead, and refuses to grow past what
+ * they can hold.
  * The central directory, whose sizes are known, gets a ZIP64 extra only with the fields
  * that overflow (APPNOTE 4.5.3: uncompressed size, compressed size, local header offset).
  *
@@ -65,11 +67,13 @@ struct cp_zipw {
     uint64_t bytes;                 /* given to the sink */
     int err;                        /* sticky: the sink's or zlib's failure */
     int state;
+    int classic;                    /* no ZIP64 fields: everything below 4 GiB */
     zw_entry *ents;
     size_t nents, cap;
     cp_buf names;                   /* every entry's name, back to back */
     z_stream zs;
     int zs_ready;
+    int level, zs_level;            /* zlib level asked for, and the one zs was made with */
     uint8_t *out;                   /* the output chunk */
     size_t outlen;
 };
@@ -210,10 +214,19 @@ int cp_zipw_new(cp_zipw_sink_fn sink, void *ud, cp_zipw **out)
     }
     z->sink = sink;
     z->ud = ud;
+    z->level = 6;
     cp_buf_init(&z->names);
     *out = z;
     return CP_OK;
 }
+
+void cp_zipw_classic(cp_zipw *z) { z->classic = 1; }
+
+void cp_zipw_level(cp_zipw *z, int level) { z->level = level < 1 ? 1 : level > 9 ? 9 : level; }
+
+/* Version needed to extract: 4.5 for ZIP64 (every local header of a normal archive has its
+ * extra), 2.0 for deflate and data descriptors. */
+static unsigned version_needed(const cp_zipw *z) { return z->classic ? 20 : 45; }
 
 int cp_zipw_begin(cp_zipw *z, const char *name, int64_t mtime_ms, int deflate)
 {
@@ -221,6 +234,8 @@ int cp_zipw_begin(cp_zipw *z, const char *name, int64_t mtime_ms, int deflate)
     if (z->state != ZW_IDLE || !name) return CP_EINVAL;
     size_t nlen = strlen(name);
     if (!name_ok((const uint8_t *)name, nlen)) return CP_EINVAL;
+    /* a classic archive's offsets and entry count have 32 and 16 bits */
+    if (z->classic && (z->bytes >= ZW_U32 || z->nents + 1 >= ZW_U16)) return z->err = CP_ELIMIT;
     if (cp_grow((void **)&z->ents, &z->cap, z->nents + 1, sizeof *z->ents, 64) != CP_OK) return z->err = CP_ENOMEM;
     zw_entry *e = &z->ents[z->nents];
     memset(e, 0, sizeof *e);
@@ -231,32 +246,41 @@ int cp_zipw_begin(cp_zipw *z, const char *name, int64_t mtime_ms, int deflate)
     zip_times(mtime_ms, e);
     if (cp_buf_append(&z->names, name, nlen) != CP_OK) return z->err = CP_ENOMEM;
     if (deflate) {
+        if (z->zs_ready && z->zs_level != z->level) { /* made for another level */
+            deflateEnd(&z->zs);
+            z->zs_ready = 0;
+        }
         int zst = z->zs_ready ? deflateReset(&z->zs)
-                              : deflateInit2(&z->zs, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+                              : deflateInit2(&z->zs, z->level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
         if (zst != Z_OK) return z->err = CP_ENOMEM;
         z->zs_ready = 1;
+        z->zs_level = z->level;
     }
     e->crc = (uint32_t)crc32(0, Z_NULL, 0);
 
     /* the output chunk is empty between entries */
     uint8_t *p = z->out;
     p = put32(p, ZW_SIG_LOCAL);
-    p = put16(p, 45);               /* version needed: ZIP64 */
+    p = put16(p, version_needed(z));
     p = put16(p, ZW_FLAGS);
     p = put16(p, e->method);
     p = put16(p, e->dos_time);
     p = put16(p, e->dos_date);
     p = put32(p, 0);                /* CRC: in the data descriptor */
-    p = put32(p, (uint32_t)ZW_U32); /* sizes: in the ZIP64 extra, then the descriptor */
-    p = put32(p, (uint32_t)ZW_U32);
+    /* sizes: in the data descriptor (classic: zero here, APPNOTE 4.4.4), otherwise the
+     * ZIP64 marker and the extra below */
+    p = put32(p, z->classic ? 0 : (uint32_t)ZW_U32);
+    p = put32(p, z->classic ? 0 : (uint32_t)ZW_U32);
     p = put16(p, (unsigned)nlen);
-    p = put16(p, 20 + 9);           /* extra length */
+    p = put16(p, z->classic ? 9 : 20 + 9); /* extra length */
     memcpy(p, name, nlen);
     p += nlen;
-    p = put16(p, 0x0001);           /* ZIP64: uncompressed and compressed size, unknown yet */
-    p = put16(p, 16);
-    p = put64(p, 0);
-    p = put64(p, 0);
+    if (!z->classic) {
+        p = put16(p, 0x0001);       /* ZIP64: uncompressed and compressed size, unknown yet */
+        p = put16(p, 16);
+        p = put64(p, 0);
+        p = put64(p, 0);
+    }
     p = put16(p, 0x5455);           /* extended timestamp: mtime only */
     p = put16(p, 5);
     *p++ = 1;
@@ -280,6 +304,7 @@ static int run_deflate(cp_zipw *z, zw_entry *e, int mode)
         size_t made = ZW_CHUNK - z->outlen - z->zs.avail_out;
         z->outlen += made;
         e->csize += made;
+        if (z->classic && e->csize >= ZW_U32) return z->err = CP_ELIMIT;
         if (zst == Z_STREAM_END) return CP_OK;
         if (zst != Z_OK && zst != Z_BUF_ERROR) return z->err = CP_EIO;
         if (z->outlen == ZW_CHUNK) {
@@ -296,6 +321,7 @@ int cp_zipw_data(cp_zipw *z, const void *data, size_t n)
     if (z->err) return z->err;
     if (z->state != ZW_ENTRY || (n && !data)) return CP_EINVAL;
     zw_entry *e = &z->ents[z->nents - 1];
+    if (z->classic && n >= ZW_U32 - e->usize) return z->err = CP_ELIMIT;
     const uint8_t *p = data;
     while (n) {
         size_t step = n < ZW_STEP ? n : ZW_STEP;
@@ -332,8 +358,13 @@ int cp_zipw_end(cp_zipw *z)
     uint8_t *p = z->out + z->outlen;
     p = put32(p, ZW_SIG_DESC);
     p = put32(p, e->crc);
-    p = put64(p, e->csize);         /* 8 bytes: the local header has a ZIP64 extra */
-    p = put64(p, e->usize);
+    if (z->classic) {               /* both below 4 GiB (checked as they grew) */
+        p = put32(p, (uint32_t)e->csize);
+        p = put32(p, (uint32_t)e->usize);
+    } else {
+        p = put64(p, e->csize);     /* 8 bytes: the local header has a ZIP64 extra */
+        p = put64(p, e->usize);
+    }
     z->outlen = (size_t)(p - z->out);
     if ((st = flush(z)) != CP_OK) return st;
     z->state = ZW_IDLE;
@@ -355,7 +386,7 @@ int cp_zipw_finish(cp_zipw *z)
         uint8_t *p = z->out + z->outlen;
         p = put32(p, ZW_SIG_CENTRAL);
         p = put16(p, ZW_MADE_BY);
-        p = put16(p, 45);           /* as in the local header */
+        p = put16(p, version_needed(z)); /* as in the local header */
         p = put16(p, ZW_FLAGS);
         p = put16(p, e->method);
         p = put16(p, e->dos_time);
@@ -387,6 +418,7 @@ int cp_zipw_finish(cp_zipw *z)
     }
     if ((st = flush(z)) != CP_OK) return st;
     uint64_t cd_size = z->bytes - cd_off, n = z->nents;
+    if (z->classic && (cd_off >= ZW_U32 || cd_size >= ZW_U32)) return z->err = CP_ELIMIT;
     uint8_t *p = z->out;
     if (n >= ZW_U16 || cd_size >= ZW_U32 || cd_off >= ZW_U32) {
         uint64_t end64 = z->bytes;

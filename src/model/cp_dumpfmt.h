@@ -113,6 +113,7 @@ typedef struct cp_zip_info {
     uint64_t first_size;              /* its uncompressed size (ZIP64 extra when 0xFFFFFFFF) */
     uint64_t first_comp_size;
     uint16_t first_method;            /* 0 stored, 8 deflate */
+    uint64_t first_offset;            /* its local file header (ZIP64 extra when 0xFFFFFFFF) */
     uint64_t total_size;              /* sum of uncompressed sizes */
 } cp_zip_info;
 
@@ -164,6 +165,21 @@ cp_dump_kind cp_pprof_guess_kind(const cp_pprof *pf);
 /* Totals for sample type st, sorted by flat descending (ties: name); at most cap written,
  * *n = written. Every function of the profile is considered. */
 int cp_pprof_top(const cp_pprof *pf, size_t st, cp_pprof_fn_total *out, size_t cap, size_t *n);
+/* One frame of a sample's stack. */
+typedef struct cp_pprof_frame {
+    const char *name;                 /* the function's name (owned by the profile); "" for a
+                                       * location without lines (or a function without one) */
+    uint64_t address;                 /* the location's address, 0 when the profile has none */
+} cp_pprof_frame;
+
+/* Sample i (< info.samples): *value = its value of sample type st, frames[0..min(cap,
+ * *depth)) = its stack root first -- the locations from the outermost (the profile lists
+ * them leaf first), each location's lines from the outer caller to the innermost inlined
+ * function, a location without lines one frame -- and *depth = the stack's whole length
+ * (more than cap: the frames past cap, on the leaf side, were not written). CP_EINVAL
+ * when i or st is out of range. */
+int cp_pprof_sample_stack(const cp_pprof *pf, size_t i, size_t st, int64_t *value, cp_pprof_frame *frames,
+                          size_t cap, size_t *depth);
 void cp_pprof_free(cp_pprof *pf);
 
 #endif

@@ -78,11 +78,34 @@ size_t cp_tree_nodes(const cp_tree *t);
  *   Param = {"param":index,"groups":[Group]}
  *   Group = {"value":string,"duration":..,"count":..,"variants":[{"value","duration",
  *            "count"}]?,"params":[Param]?,"unresolved":true?,"trimmed":true?,
- *            "length":full_length?, "ref":"<kind>:<file>:<offset>"?}
+ *            "length":full_length?, "ref":"<kind>:<file>:<offset>"?,"key":"<16 hex>"?}
+ *
+ * A value longer than trim_chars characters is cut to them, with "trimmed", "length" (in
+ * characters) and "key": cp_tree_value_key of the whole value's UTF-8 text, as 16
+ * lower-case hex digits. For a group by SQL signature that is its representative (first)
+ * text, for a variant its own text. The key depends on the text only, so it is the same
+ * in every tree that holds the value, and cp_tree_want_value gets the text back.
  *
  * `methods` and `params` are the tree's own dictionaries (indexes into them). calls_json
  * is inserted verbatim as CALLS (a JSON array the caller built; NULL -> []). */
 int cp_tree_json(const cp_tree *t, const char *calls_json, size_t calls_len, cp_buf *out);
+
+/* ---- whole values (GET /calls/{id}/value) ---------------------------------------------- */
+
+/* The key of a value (its "key" in the JSON when trimmed): a 64-bit hash of its bytes. */
+uint64_t cp_tree_value_key(const char *text, size_t len);
+
+/* Asks the tree to keep, while calls are added, the whole text of a value of the param
+ * named param[0..plen) whose key is `key`: every value is looked at (a node's, binds
+ * nested under SQL, the variants of a signature group), whether or not its group ends up
+ * shown. Only that one text is copied, and only if it has at most max_bytes bytes, so the
+ * memory is bounded whatever the trace holds. Call before cp_tree_add. CP_OK or CP_ENOMEM. */
+int cp_tree_want_value(cp_tree *t, const char *param, size_t plen, uint64_t key, size_t max_bytes);
+
+/* After the calls were added: CP_OK with the whole value in *text and *len (owned by the tree,
+ * valid until cp_tree_free), CP_ENOTFOUND when no value of the param had the key,
+ * CP_ELIMIT when it has *len bytes, over max_bytes; CP_EINVAL without cp_tree_want_value. */
+int cp_tree_find_value(const cp_tree *t, const char **text, size_t *len);
 
 /* SQL signature (ui.md §4.1): commas removed, single-quoted literals removed (a doubled
  * quote inside a literal belongs to it), digits removed, every word (letters, digits,

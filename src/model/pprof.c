@@ -23,6 +23,7 @@ typedef struct pf_func {
 
 typedef struct pf_loc {
     uint64_t id;
+    uint64_t address;                 /* names a frame without lines (an unsymbolized profile) */
     uint32_t line_off, nline;         /* into lines[] */
 } pf_loc;
 
@@ -304,6 +305,7 @@ static int parse_location(pctx *c, pb *m)
     if (cp_grow((void **)&pf->locs, &pf->locs_cap, pf->nlocs + 1, sizeof *pf->locs, 64) != CP_OK) return CP_ENOMEM;
     pf_loc *l = &pf->locs[pf->nlocs];
     l->id = 0;
+    l->address = 0;
     l->line_off = (uint32_t)pf->nlines;
     while (m->pos < m->len) {
         uint32_t f;
@@ -311,6 +313,8 @@ static int parse_location(pctx *c, pb *m)
         if (pb_key(m, &f, &wt) != CP_OK) return corrupt(c, "location");
         if (f == 1) {
             if (pb_scalar(m, wt, &l->id) != CP_OK) return corrupt(c, "location");
+        } else if (f == 3 && wt == WT_VARINT) { /* another wire type is skipped, as before */
+            if (pb_varint(m, &l->address) != CP_OK) return corrupt(c, "location");
         } else if (f == 4) {
             pb sub;
             if (wt != WT_LEN || pb_len(m, &sub) != CP_OK) return corrupt(c, "location");
@@ -734,5 +738,27 @@ int cp_pprof_top(const cp_pprof *pf, size_t st, cp_pprof_fn_total *out, size_t c
     *n = k;
     free(t);
     free(seen);
+    return CP_OK;
+}
+
+int cp_pprof_sample_stack(const cp_pprof *pf, size_t i, size_t st, int64_t *value, cp_pprof_frame *frames,
+                          size_t cap, size_t *depth)
+{
+    if (i >= pf->nsamples || st >= pf->info.nsample_types) return CP_EINVAL;
+    const pf_sample *sm = &pf->samples[i];
+    *value = (int64_t)pf->values[sm->val_off + st];
+    size_t n = 0;
+    /* locations are listed leaf first and a location's lines innermost first: walk both
+     * backwards for the root first */
+    for (uint32_t k = sm->nloc; k-- > 0;) {
+        const pf_loc *l = &pf->locs[pf->loc_ids[sm->loc_off + k]];
+        if (l->nline == 0) {
+            if (n < cap) frames[n] = (cp_pprof_frame){"", l->address};
+            n++;
+        }
+        for (uint32_t j = l->nline; j-- > 0; n++)
+            if (n < cap) frames[n] = (cp_pprof_frame){pf->funcs[pf->lines[l->line_off + j]].name_s, l->address};
+    }
+    *depth = n;
     return CP_OK;
 }

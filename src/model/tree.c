@@ -16,6 +16,7 @@
 #include "cp_tree.h"
 #include "streams/cp_streams.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,7 @@ typedef struct tgroup {
     size_t kstored;
     char *vtext;                 /* representative (first) value: == ktext unless a signature */
     size_t vstored, vchars;      /* bytes kept, characters of the whole value */
+    uint64_t vhash;              /* hash_bytes of the whole representative value: its "key" */
     int64_t dur, count;
     uint64_t last_inv, born;
     uint32_t sub;                /* params nested under this group (binds under SQL) */
@@ -200,6 +202,19 @@ typedef struct tcont {
     uint64_t touched;            /* last invocation that added to it */
     uint32_t next_free;
 } tcont;
+
+/* The one whole value cp_tree_want_value asked for (GET /calls/{id}/value). */
+enum { WANT_OFF = 0, WANT_LOOKING, WANT_FOUND, WANT_TOO_LARGE };
+
+typedef struct tree_want {
+    int state;                   /* WANT_* */
+    char *param;                 /* the param's name (plen bytes) */
+    size_t plen;
+    uint64_t key;
+    size_t max_bytes;
+    char *text;                  /* WANT_FOUND: the whole value */
+    size_t len;                  /* its bytes (WANT_TOO_LARGE: only these are known) */
+} tree_want;
 
 struct cp_tree {
     cp_tree_limits lim;
@@ -227,6 +242,8 @@ struct cp_tree {
     size_t calls, events;
     int truncated;
     int64_t start_ms, end_ms;
+
+    tree_want want;              /* cp_tree_want_value */
 };
 
 cp_tree *cp_tree_new(const cp_tree_limits *l)
@@ -268,10 +285,43 @@ void cp_tree_free(cp_tree *t)
     free(t->groups);
     free(t->gslot);
     free(t->touched);
+    free(t->want.param);
+    free(t->want.text);
     free(t);
 }
 
 size_t cp_tree_calls(const cp_tree *t) { return t->calls; }
+
+/* ---- one whole value (GET /calls/{id}/value) -------------------------------------------- */
+
+uint64_t cp_tree_value_key(const char *text, size_t len) { return hash_bytes(text, len); }
+
+int cp_tree_want_value(cp_tree *t, const char *param, size_t plen, uint64_t key, size_t max_bytes)
+{
+    tree_want *x = &t->want;
+    free(x->param);
+    free(x->text);
+    memset(x, 0, sizeof *x);
+    if (!(x->param = malloc(plen ? plen : 1))) return CP_ENOMEM;
+    if (plen) memcpy(x->param, param, plen);
+    x->plen = plen;
+    x->key = key;
+    x->max_bytes = max_bytes;
+    x->state = WANT_LOOKING;
+    return CP_OK;
+}
+
+int cp_tree_find_value(const cp_tree *t, const char **text, size_t *len)
+{
+    *text = NULL;
+    *len = t->want.len;
+    switch (t->want.state) {
+    case WANT_FOUND: *text = t->want.text; return CP_OK;
+    case WANT_TOO_LARGE: return CP_ELIMIT;
+    case WANT_LOOKING: return CP_ENOTFOUND;
+    default: return CP_EINVAL;
+    }
+}
 size_t cp_tree_nodes(const cp_tree *t) { return t->nnodes - 1; }
 
 /* ---- nodes ---------------------------------------------------------------------------- */
@@ -494,6 +544,7 @@ static int group_init(cp_tree *t, tgroup *g, const gkey *k, const tval *v)
     g->ref_file = v->ref_file;
     g->ref_offset = v->ref_offset;
     g->vchars = v->chars;
+    g->vhash = v->hash;
     if (k->type != KEY_SIG) { /* the key is the value */
         g->vtext = g->ktext;
         g->vstored = g->kstored;
@@ -915,6 +966,27 @@ static int cont_of_group(cp_tree *t, uint32_t gi, int variants, uint32_t *out)
     return CP_OK;
 }
 
+/* A value whose key is the one cp_tree_want_value asked for: kept whole if it is a value
+ * of the asked param. Only called on a key match, so the name comparison costs the walk
+ * nothing. Equal keys mean equal texts (a 64-bit hash of the whole text), so the first
+ * match is the answer and later ones are not looked at. */
+static int want_offer(cp_tree *t, uint32_t param, const tval *v)
+{
+    tree_want *x = &t->want;
+    size_t plen;
+    const char *name = strtab_get(&t->params, param, &plen);
+    if (plen != x->plen || (plen && memcmp(name, x->param, plen) != 0)) return CP_OK;
+    x->len = v->len;
+    if (v->len > x->max_bytes) { /* its length is all the caller gets: the 413 says it */
+        x->state = WANT_TOO_LARGE;
+        return CP_OK;
+    }
+    if (!(x->text = malloc(v->len ? v->len : 1))) return CP_ENOMEM;
+    if (v->len) memcpy(x->text, v->text, v->len);
+    x->state = WANT_FOUND;
+    return CP_OK;
+}
+
 /* One value of an invocation into its container; *gi gets the group. */
 static int fold_value(walk *w, const ptag *p, uint32_t ci, int64_t dur, uint64_t inv, uint32_t *gi)
 {
@@ -924,6 +996,9 @@ static int fold_value(walk *w, const ptag *p, uint32_t ci, int64_t dur, uint64_t
     int sig = !p->unresolved && (p->sql || p->binds);
     int st = value_facts(w, p, sig, &v, &k);
     if (st != CP_OK) return st;
+    /* every value passes here (a node's, binds under SQL, each variant's text) */
+    if (t->want.state == WANT_LOOKING && v.hash == t->want.key && (st = want_offer(t, p->param, &v)) != CP_OK)
+        return st;
     k.cont = ci;
     k.param = p->param;
     k.type = p->unresolved ? KEY_REF : sig ? KEY_SIG : KEY_EXACT;
@@ -1343,6 +1418,10 @@ static int put_value(const cp_tree *t, cp_buf *out, const tgroup *g)
     }
     if (g->ref_kind && g->type != KEY_OTHER)
         st = st ? st : cp_buf_printf(out, ",\"ref\":\"%u:%d:%d\"", g->ref_kind, (int)g->ref_file, (int)g->ref_offset);
+    /* appended last, and only where the text was cut: what the client sends back to get
+     * the whole value (cp_tree_want_value) */
+    if (g->type != KEY_OTHER && g->vchars > t->lim.trim_chars)
+        st = st ? st : cp_buf_printf(out, ",\"key\":\"%016" PRIx64 "\"", g->vhash);
     return st;
 }
 

@@ -312,6 +312,7 @@ int cp_zip_probe(cp_dump_pread_fn pread, void *ud, uint64_t size, cp_zip_info *o
             out->first_size = c.usize;
             out->first_comp_size = c.csize;
             out->first_method = c.method;
+            out->first_offset = c.loff;
         }
         pos += c.total;
     }

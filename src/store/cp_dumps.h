@@ -172,6 +172,15 @@ int cp_dumps_load(cp_dumps *d, const cp_dump_meta *m, size_t max, uint8_t **p, s
 int cp_dumps_delete(cp_dumps *d, int64_t id, int64_t now_ms, char *err, size_t errlen);
 /* The same by upload path (DELETE /diagnostic/..., §4.3). */
 int cp_dumps_delete_path(cp_dumps *d, const cp_dump_path *path, int64_t now_ms, char *err, size_t errlen);
+/* Both, writing the audit entry audit (store/cp_audit.h: who, action, target set by the
+ * caller) in the deletion's transaction, so a deletion is never without its entry and an
+ * entry never names a deletion that did not happen. The entry's namespace, time (now_ms),
+ * outcome ("ok") and detail ({"id","name","pod","type","bytes"}) come from the record. */
+struct cp_audit_entry;
+int cp_dumps_delete_audited(cp_dumps *d, int64_t id, int64_t now_ms, struct cp_audit_entry *audit, char *err,
+                            size_t errlen);
+int cp_dumps_delete_path_audited(cp_dumps *d, const cp_dump_path *path, int64_t now_ms,
+                                 struct cp_audit_entry *audit, char *err, size_t errlen);
 
 /* ---- compaction and retention (run by serve's cold task and `cloudprof compact`) ------------ */
 

@@ -6,8 +6,8 @@
  *  - a user of namespace A gets nothing of B from any endpoint: /services, /calls (pages
  *    full, paging exact), /calls/stats (totals exact), /calls.csv, /calls/{id} and its tree,
  *    trace and export, /tree (GET and POST, a mix of ids counts only A's), /tree/export,
- *    /dumps (list, file, views, summary, gc, bulk zip, the legacy download), imports and
- *    uploads into B;
+ *    /dumps (list, file, views, summary, gc, bulk zip, the legacy download, the thread-dump
+ *    series and a profile's tree), imports and uploads into B;
  *  - viewer DELETE -> 403; operator DELETE of its own namespace's dump works, of the
  *    other's -> 404 and the file stays.
  *
@@ -223,6 +223,7 @@ static int setup(void **state)
     upload_as("token", "20231219T062953UTC.gc.log", "ns-b", "pod-b2", 201);
     upload_as("token", "20231219T061734UTC.top.txt", "ns-a", "pod-a2", 201);
     upload_as("token", "20231219T061734UTC.top.txt", "ns-b", "pod-b2", 201);
+    upload_as("token", "go-goroutine.pprof", "ns-b", "pod-b2", 201);
     return 0;
 }
 
@@ -459,6 +460,24 @@ static void test_dumps(void **state)
     }
     snprintf(path, sizeof path, "/api/v1/dumps/%s/threads", tda);
     assert_int_equal(get_status("alice", path), 200);
+    /* sampled stacks as trees: B's thread dumps and profiles are unknown to alice */
+    assert_int_equal(get_status("alice", "/api/v1/dumps/threads-profile?" DWIN "&pod=pod-b1"), 404);
+    assert_int_equal(get_status("alice", "/api/v1/dumps/threads-profile?" DWIN "&pod=pod-b1&namespace=ns-b"), 404);
+    const char *mixed = "/api/v1/dumps/threads-profile?" DWIN "&pods=pod-a1,pod-b1&idle=1";
+    const char *who[] = {"alice", "bob", "root"};
+    const json_int_t want_dumps[] = {1, 1, 2};
+    for (size_t k = 0; k < 3; k++) {
+        doc = get_json(who[k], mixed, 200);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "sampled"), "dumps")), want_dumps[k]);
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(doc, "sampled"), "threads")),
+                         75 * want_dumps[k]);
+        json_decref(doc);
+    }
+    char ppb[64];
+    dump_id("ns-b", "goroutine", ppb, sizeof ppb);
+    snprintf(path, sizeof path, "/api/v1/dumps/%s/profile/tree", ppb);
+    assert_int_equal(get_status("alice", path), 404);
+    assert_int_equal(get_status("bob", path), 200);
     /* summary and gc: A's only */
     cp_buf body;
     cp_buf_init(&body);

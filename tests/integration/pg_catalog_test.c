@@ -308,12 +308,12 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
 static void test_migrations(void **state)
 {
     (void)state;
-    assert_int_equal(cp_catalog_pg_schema_version(), 8);
+    assert_int_equal(cp_catalog_pg_schema_version(), 9);
     assert_int_equal(cp_catalog_pg_schema_version(), cp_catalog_sqlite_schema_version());
     assert_non_null(cp_catalog_pg_migration(1));
-    assert_non_null(cp_catalog_pg_migration(8));
+    assert_non_null(cp_catalog_pg_migration(9));
     assert_null(cp_catalog_pg_migration(0));
-    assert_null(cp_catalog_pg_migration(9));
+    assert_null(cp_catalog_pg_migration(10));
     assert_true(cp_catalog_is_postgres("postgres://x/y"));
     assert_true(cp_catalog_is_postgres("postgresql://x/y"));
     assert_false(cp_catalog_is_postgres("/tmp/catalog.db"));
@@ -324,12 +324,12 @@ static void test_migrations(void **state)
     cat = open_cat(url); /* again: nothing to apply */
     cp_catalog_close(cat);
     PGconn *db = raw_connect(url);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 8);
-    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 8);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 9);
+    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 9);
     assert_true(q_int(db, "SELECT min(applied_ms) FROM schema_migrations") > T2023);
     static const char *const tables[] = {"pods", "pod_restarts", "dictionary", "params", "dumps", "s3_files",
                                          "inventory", "streams", "call_counts", "inverted_indexes",
-                                         "dump_pending", "hot_rollups"};
+                                         "dump_pending", "hot_rollups", "audit_log"};
     for (size_t i = 0; i < CP_ARRAY_LEN(tables); i++)
         assert_int_equal(q_int(db, "SELECT count(*) FROM pg_tables WHERE tablename = '%s'", tables[i]), 1);
     assert_int_equal(q_int(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'inventory'"

@@ -49,10 +49,12 @@ static void put_hdr(cp_buf *b, int type, int32_t delta)
     }
 }
 
-/* varstring: UTF-8 test text -> UTF-16BE units. */
+/* varstring: UTF-8 test text -> UTF-16BE units (one unit per byte at most: enough). */
 static void put_str(cp_buf *b, const char *s)
 {
-    uint16_t units[4096];
+    size_t cap = strlen(s) + 2;
+    uint16_t *units = malloc(cap * sizeof *units);
+    assert_non_null(units);
     size_t n = 0;
     const uint8_t *p = (const uint8_t *)s;
     while (*p) {
@@ -66,7 +68,7 @@ static void put_str(cp_buf *b, const char *s)
             cp |= (uint32_t)(*p++ & 0x3F) << 6;
             cp |= *p++ & 0x3F;
         }
-        assert_true(n + 2 < CP_ARRAY_LEN(units));
+        assert_true(n + 2 <= cap);
         if (cp >= 0x10000) {
             cp -= 0x10000;
             units[n++] = (uint16_t)(0xD800 + (cp >> 10));
@@ -80,6 +82,7 @@ static void put_str(cp_buf *b, const char *s)
         cp_buf_putc(b, (uint8_t)(units[i] >> 8));
         cp_buf_putc(b, (uint8_t)units[i]);
     }
+    free(units);
 }
 
 /* A trace file written with absolute event times. */
@@ -1047,6 +1050,198 @@ static void test_tree_trim(void **state)
     cp_buf_free(&w.b);
 }
 
+/* ---- whole values behind trimmed groups (GET /calls/{id}/value) -------------------------- */
+
+/* n characters of a pattern mixing 1- and 2-byte UTF-8 ("aé" repeated), then `tail`. */
+static char *long_text(const char *head, size_t n, const char *tail)
+{
+    cp_buf b;
+    cp_buf_init(&b);
+    cp_buf_puts(&b, head);
+    for (size_t i = 0; i < n; i++) cp_buf_puts(&b, i % 2 ? "\xc3\xa9" : "a");
+    cp_buf_puts(&b, tail);
+    cp_buf_putc(&b, 0);
+    return (char *)b.data; /* the buffer's bytes, NUL-terminated: free() them */
+}
+
+static void key_hex(const char *text, char out[17])
+{
+    snprintf(out, 17, "%016" PRIx64, cp_tree_value_key(text, strlen(text)));
+}
+
+/* Characters (code points) of UTF-8 text, as the tree counts "length". */
+static json_int_t chars_of(const char *s)
+{
+    json_int_t c = 0;
+    for (; *s; s++) c += ((uint8_t)*s & 0xC0) != 0x80;
+    return c;
+}
+
+/* A trimmed group: "trimmed", "length" and "key" = the key of its whole text. */
+static void check_trimmed(json_t *g, const char *full)
+{
+    char want[17];
+    key_hex(full, want);
+    assert_non_null(g);
+    assert_true(json_is_true(json_object_get(g, "trimmed")));
+    assert_int_equal(num(g, "length"), chars_of(full));
+    const char *key = json_string_value(json_object_get(g, "key"));
+    assert_non_null(key);
+    assert_string_equal(key, want);
+    /* the value shown is a proper prefix of the whole text */
+    size_t shown = json_string_length(json_object_get(g, "value"));
+    assert_true(shown < strlen(full));
+    assert_memory_equal(json_string_value(json_object_get(g, "value")), full, shown);
+}
+
+/* The trace of test_tree_full_value: D with a long inline payload (two of them that
+ * differ only at the end), a long SQL (a big value) with long binds, a second SQL of the
+ * same signature, and a short user. */
+static void write_full_value_trace(tw *w, const char *p1, const char *p2, const char *binds)
+{
+    tw_begin(w, TIMER);
+    tw_chunk(w, 1, T(0));
+    tw_enter(w, T(0), M_ROOT);
+    tw_enter(w, T(0), M_D);
+    tw_tag(w, T(1), P_PAYLOAD, 0, p1);
+    tw_tag(w, T(1), P_USER, 0, "alice");
+    tw_ref(w, T(2), P_SQL, 3, 1, 0);
+    tw_tag(w, T(3), P_BINDS, 0, binds);
+    tw_exit(w, T(10));
+    tw_enter(w, T(10), M_D);
+    tw_tag(w, T(11), P_PAYLOAD, 0, p2);
+    tw_ref(w, T(12), P_SQL, 3, 1, 100);
+    tw_exit(w, T(15));
+    tw_exit(w, T(20));
+    tw_finish(w);
+}
+
+/* The value kept for (param, key) by a tree built with cp_tree_want_value. */
+static int want_value(const cp_buf *trace, const bspec *s, const char *param, const char *text_for_key,
+                      uint64_t key, size_t max_bytes, const char **text, size_t *len, cp_tree **out)
+{
+    cp_tree *t = cp_tree_new(NULL);
+    assert_non_null(t);
+    if (text_for_key) key = cp_tree_value_key(text_for_key, strlen(text_for_key));
+    assert_int_equal(cp_tree_want_value(t, param, strlen(param), key, max_bytes), CP_OK);
+    char err[200];
+    assert_int_equal(add_trace(t, trace, s, err, sizeof err), CP_OK);
+    *out = t;
+    return cp_tree_find_value(t, text, len);
+}
+
+static void expect_full_value(const cp_buf *trace, const bspec *s, const char *param, const char *full)
+{
+    const char *text;
+    size_t len;
+    cp_tree *t;
+    assert_int_equal(want_value(trace, s, param, full, 0, 16u << 20, &text, &len, &t), CP_OK);
+    assert_int_equal(len, strlen(full));
+    assert_memory_equal(text, full, len);
+    cp_tree_free(t);
+}
+
+static void expect_no_full_value(const cp_buf *trace, const bspec *s, const char *param, const char *full, uint64_t key,
+                            int want_status)
+{
+    const char *text;
+    size_t len;
+    cp_tree *t;
+    assert_int_equal(want_value(trace, s, param, full, key, 16u << 20, &text, &len, &t), want_status);
+    assert_null(text);
+    cp_tree_free(t);
+}
+
+/* Trimmed groups carry the key of their whole text, wherever they sit (a node's params,
+ * binds under SQL, variants), and cp_tree_want_value gives that exact text back. */
+static void test_tree_full_value(void **state)
+{
+    (void)state;
+    /* 40 000 characters each (60 000 bytes), the same first 15 000: two groups */
+    char *p1 = long_text("", 39999, "X"), *p2 = long_text("", 39999, "Y");
+    char *sql1 = long_text("SELECT ", 20000, " FROM t WHERE id = 1");
+    char *sql2 = long_text("SELECT ", 20000, " FROM t WHERE id = 2");
+    char *binds = long_text("['", 16000, "']");
+    const vdef values[] = {{3, 1, 0, 1, sql1}, {3, 1, 100, 1, sql2}};
+    tw w;
+    write_full_value_trace(&w, p1, p2, binds);
+    bspec s = {WORDS, CP_ARRAY_LEN(WORDS), values, CP_ARRAY_LEN(values), NULL, 0};
+
+    /* the JSON: default limits, so 15 000 characters are kept */
+    cp_tree *t = cp_tree_new(NULL);
+    char err[200];
+    assert_int_equal(add_trace(t, &w.b, &s, err, sizeof err), CP_OK);
+    json_t *doc = tree_doc(t, NULL);
+    json_t *d = kid(doc, json_object_get(doc, "root"), "void t.D.d()");
+    json_t *pay = groups_of(doc, d, "payload");
+    assert_int_equal(json_array_size(pay), 2);
+    json_t *g1 = json_array_get(pay, 0), *g2 = json_array_get(pay, 1); /* 10 ms before 5 ms */
+    check_trimmed(g1, p1);
+    check_trimmed(g2, p2);
+    assert_int_equal(json_string_length(json_object_get(g1, "value")), 7500 + 7500 * 2); /* 15 000 chars */
+    /* the same text shown, told apart by the key of the whole text */
+    assert_string_equal(json_string_value(json_object_get(g1, "value")),
+                        json_string_value(json_object_get(g2, "value")));
+    assert_string_not_equal(json_string_value(json_object_get(g1, "key")),
+                            json_string_value(json_object_get(g2, "key")));
+    /* SQL: the group's key is its representative's (the first text), each variant its own */
+    json_t *sq = groups_of(doc, d, "sql");
+    assert_int_equal(json_array_size(sq), 1);
+    json_t *sg = json_array_get(sq, 0);
+    check_trimmed(sg, sql1);
+    assert_string_equal(json_string_value(json_object_get(sg, "ref")), "3:1:0");
+    json_t *var = json_object_get(sg, "variants");
+    assert_int_equal(json_array_size(var), 2);
+    check_trimmed(json_array_get(var, 0), sql1); /* 10 ms */
+    check_trimmed(json_array_get(var, 1), sql2); /* 5 ms */
+    /* binds nested under the SQL */
+    json_t *bg = groups_of(doc, sg, "binds");
+    assert_int_equal(json_array_size(bg), 1);
+    check_trimmed(json_array_get(bg, 0), binds);
+    /* a short value: no trimming, no key */
+    json_t *u = json_array_get(groups_of(doc, d, "user"), 0);
+    assert_null(json_object_get(u, "trimmed"));
+    assert_null(json_object_get(u, "key"));
+    json_decref(doc);
+    cp_tree_free(t);
+
+    /* the whole texts back, wherever the value sat */
+    expect_full_value(&w.b, &s, "payload", p1);
+    expect_full_value(&w.b, &s, "payload", p2);
+    expect_full_value(&w.b, &s, "sql", sql1);
+    expect_full_value(&w.b, &s, "sql", sql2);
+    expect_full_value(&w.b, &s, "binds", binds);
+    expect_full_value(&w.b, &s, "user", "alice"); /* any value has a key; only long ones show it */
+    /* a wrong key, a key of another param, a param that does not exist: nothing */
+    expect_no_full_value(&w.b, &s, "payload", NULL, cp_tree_value_key(p1, strlen(p1)) ^ 1, CP_ENOTFOUND);
+    expect_no_full_value(&w.b, &s, "sql", p1, 0, CP_ENOTFOUND);
+    expect_no_full_value(&w.b, &s, "nope", p1, 0, CP_ENOTFOUND);
+    /* over the caller's bound: CP_ELIMIT with the length in bytes, nothing copied */
+    {
+        const char *text;
+        size_t len;
+        cp_tree *x;
+        assert_int_equal(want_value(&w.b, &s, "payload", p1, 0, 1000, &text, &len, &x), CP_ELIMIT);
+        assert_null(text);
+        assert_int_equal(len, strlen(p1));
+        cp_tree_free(x);
+    }
+    /* not asked for */
+    {
+        cp_tree *x = cp_tree_new(NULL);
+        const char *text;
+        size_t len;
+        assert_int_equal(cp_tree_find_value(x, &text, &len), CP_EINVAL);
+        cp_tree_free(x);
+    }
+    cp_buf_free(&w.b);
+    free(p1);
+    free(p2);
+    free(sql1);
+    free(sql2);
+    free(binds);
+}
+
 /* Child order: total, self, suspension, self suspension, invocations + calls,
  * invocations (desc), then method text. */
 static void test_tree_ordering(void **state)
@@ -1653,6 +1848,7 @@ int main(void)
         cmocka_unit_test(test_tree_params),
         cmocka_unit_test(test_tree_group_caps),
         cmocka_unit_test(test_tree_trim),
+        cmocka_unit_test(test_tree_full_value),
         cmocka_unit_test(test_tree_ordering),
         cmocka_unit_test(test_tree_multi),
         cmocka_unit_test(test_tree_truncated),

@@ -8,7 +8,9 @@
  * unzip -t and libarchive's seekable and streaming readers;
  * cp_zip_probe (cp_dumpfmt.h) must read every archive too. ZIP64 is exercised with more
  * than 65535 entries and with one stored entry above 4 GiB, streamed through a sink that
- * keeps only the header and trailer bytes. */
+ * keeps only the header and trailer bytes. A classic archive (cp_zipw_classic, for .xlsx)
+ * is read by the same reader and tools without any ZIP64 field, and refuses to reach
+ * 4 GiB or 65535 entries. */
 #include "testutil.h"
 
 #include "http/cp_zipout.h"
@@ -26,6 +28,10 @@ static uint32_t le32(const uint8_t *p) { return (uint32_t)le16(p) | (uint32_t)le
 static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
 
 static int buf_sink(void *ud, const void *p, size_t n) { return cp_buf_append(ud, p, n); }
+
+/* The archives written and read next are classic ones (cp_zipw_classic): version 2.0, no
+ * ZIP64 extra in the local headers, 4-byte sizes in the data descriptors. */
+static int g_classic;
 
 /* ---- an independent reader ------------------------------------------------------------------- */
 
@@ -145,7 +151,8 @@ static void zr_central(const uint8_t *tail, size_t len, uint64_t base, zr_archiv
             x += 4 + sz;
         }
         assert_true(have_ut);
-        assert_int_equal(e->needed, 45); /* as the local header, which always has a ZIP64 extra */
+        /* as the local header, which always has a ZIP64 extra unless classic */
+        assert_int_equal(e->needed, g_classic ? 20 : 45);
         p = xe;
     }
     assert_true(p == cd_end);
@@ -158,26 +165,29 @@ static uint64_t zr_entry_data(const uint8_t *z, size_t zlen, const zr_entry *e, 
     assert_true(e->offset + 30 <= zlen);
     const uint8_t *l = z + e->offset;
     assert_int_equal(le32(l), 0x04034b50);
-    assert_int_equal(le16(l + 4), 45);
+    assert_int_equal(le16(l + 4), g_classic ? 20 : 45);
     assert_int_equal(le16(l + 6), e->flags);
     assert_int_equal(le16(l + 8), e->method);
     assert_int_equal(le16(l + 10), e->dos_time);
     assert_int_equal(le16(l + 12), e->dos_date);
     /* flag bit 3: CRC and sizes come in the descriptor; the sizes are the ZIP64 marker
-     * and the local ZIP64 extra (sizes unknown: 0) makes the descriptor's sizes 8 bytes */
+     * and the local ZIP64 extra (sizes unknown: 0) makes the descriptor's sizes 8 bytes;
+     * a classic header has zero sizes, no ZIP64 extra and 4-byte descriptor sizes */
     assert_int_equal(le32(l + 14), 0);
-    assert_int_equal(le32(l + 18), U32);
-    assert_int_equal(le32(l + 22), U32);
+    assert_int_equal(le32(l + 18), g_classic ? 0 : U32);
+    assert_int_equal(le32(l + 22), g_classic ? 0 : U32);
     uint16_t nl = le16(l + 26), xl = le16(l + 28);
     assert_int_equal(nl, strlen(e->name));
     assert_memory_equal(l + 30, e->name, nl);
-    assert_int_equal(xl, 20 + 9);
+    assert_int_equal(xl, g_classic ? 9 : 20 + 9);
     const uint8_t *x = l + 30 + nl;
-    assert_int_equal(le16(x), 0x0001);
-    assert_int_equal(le16(x + 2), 16);
-    assert_int_equal(le64(x + 4), 0);
-    assert_int_equal(le64(x + 12), 0);
-    x += 20;
+    if (!g_classic) {
+        assert_int_equal(le16(x), 0x0001);
+        assert_int_equal(le16(x + 2), 16);
+        assert_int_equal(le64(x + 4), 0);
+        assert_int_equal(le64(x + 12), 0);
+        x += 20;
+    }
     assert_int_equal(le16(x), 0x5455);
     assert_int_equal(le16(x + 2), 5);
     assert_int_equal(x[4], 1);
@@ -206,12 +216,18 @@ static uint64_t zr_entry_data(const uint8_t *z, size_t zlen, const zr_entry *e, 
     assert_int_equal(out->len, e->usize);
     assert_int_equal(crc32(0, out->data, (uInt)out->len), e->crc);
     const uint8_t *d = z + data + e->csize;
-    assert_true(data + e->csize + 24 <= zlen);
+    size_t dlen = g_classic ? 16 : 24;
+    assert_true(data + e->csize + dlen <= zlen);
     assert_int_equal(le32(d), 0x08074b50);
     assert_int_equal(le32(d + 4), e->crc);
-    assert_int_equal(le64(d + 8), e->csize);
-    assert_int_equal(le64(d + 16), e->usize);
-    return data + e->csize + 24;
+    if (g_classic) {
+        assert_int_equal(le32(d + 8), e->csize);
+        assert_int_equal(le32(d + 12), e->usize);
+    } else {
+        assert_int_equal(le64(d + 8), e->csize);
+        assert_int_equal(le64(d + 16), e->usize);
+    }
+    return data + e->csize + dlen;
 }
 
 /* Reads a whole in-memory archive; checks that the entries are back to back and that the
@@ -417,6 +433,7 @@ static void write_entries(cp_buf *z, const char *const *names, const cp_buf *dat
 {
     cp_zipw *w;
     assert_int_equal(cp_zipw_new(buf_sink, z, &w), CP_OK);
+    if (g_classic) cp_zipw_classic(w);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(cp_zipw_begin(w, names[i], mtime, deflate[i]), CP_OK);
         size_t pos = 0;
@@ -861,6 +878,147 @@ static void test_zip64_big_entry(void **state)
     free(block);
 }
 
+/* ---- classic archives (cp_zipw_classic) ------------------------------------------------------- */
+
+/* The parts of an .xlsx, deflated and stored, read back by the reader above and the
+ * outside tools; nothing of ZIP64 anywhere. */
+static void test_classic(void **state)
+{
+    (void)state;
+    const char *names[] = {"[Content_Types].xml", "xl/worksheets/sheet1.xml", "empty", "random.bin"};
+    enum { N = 4 };
+    const int deflate[N] = {1, 1, 0, 0};
+    cp_buf data[N];
+    for (int i = 0; i < N; i++) cp_buf_init(&data[i]);
+    cp_buf_puts(&data[0], "<?xml version=\"1.0\"?><Types/>");
+    for (int i = 0; i < 20000; i++) cp_buf_printf(&data[1], "<row r=\"%d\"><c><v>%d</v></c></row>", i + 1, i * 7);
+    uint64_t seed = 11;
+    for (int i = 0; i < 100000; i++) cp_buf_putc(&data[3], (uint8_t)test_rand(&seed));
+    cp_buf z;
+    cp_buf_init(&z);
+    g_classic = 1;
+    write_entries(&z, names, data, deflate, N, T_MS, &seed);
+    zr_archive a;
+    cp_buf got[N];
+    for (int i = 0; i < N; i++) cp_buf_init(&got[i]);
+    zr_read(&z, &a, got);
+    g_classic = 0;
+    assert_int_equal(a.n, N);
+    assert_int_equal(a.zip64_end, 0);
+    cp_buf all;
+    cp_buf_init(&all);
+    for (int i = 0; i < N; i++) {
+        assert_string_equal(a.e[i].name, names[i]);
+        assert_int_equal(a.e[i].zip64_fields, 0);
+        assert_int_equal(got[i].len, data[i].len);
+        if (data[i].len) assert_memory_equal(got[i].data, data[i].data, data[i].len);
+        cp_buf_append(&all, data[i].data, data[i].len);
+    }
+    probe(&z, N, names[0], data[0].len, all.len);
+    outside_check(&z, names, N, "2023,12,19,6,17,34", 1, &all);
+    for (int i = 0; i < N; i++) {
+        cp_buf_free(&data[i]);
+        cp_buf_free(&got[i]);
+    }
+    cp_buf_free(&all);
+    zr_free(&a);
+    cp_buf_free(&z);
+}
+
+/* cp_zipw_level: each entry deflated at the level set before its begin; all read back. */
+static void test_levels(void **state)
+{
+    (void)state;
+    cp_buf text;
+    cp_buf_init(&text);
+    uint64_t seed = 5;
+    for (int i = 0; i < 20000; i++) /* XML-like: repetitive, with some entropy */
+        cp_buf_printf(&text, "<row r=\"%d\"><c r=\"A%d\"><v>%llu</v></c></row>", i, i,
+                      (unsigned long long)(test_rand(&seed) % 100000));
+    static const int levels[] = {0, 1, 9, 1}; /* 0: the default (6) */
+    const char *names[] = {"default", "one", "nine", "one-again"};
+    cp_buf z;
+    cp_buf_init(&z);
+    cp_zipw *w;
+    assert_int_equal(cp_zipw_new(buf_sink, &z, &w), CP_OK);
+    for (int i = 0; i < 4; i++) {
+        if (levels[i]) cp_zipw_level(w, levels[i]);
+        assert_int_equal(cp_zipw_begin(w, names[i], T_MS, 1), CP_OK);
+        assert_int_equal(cp_zipw_data(w, text.data, text.len), CP_OK);
+        assert_int_equal(cp_zipw_end(w), CP_OK);
+    }
+    assert_int_equal(cp_zipw_finish(w), CP_OK);
+    cp_zipw_free(w);
+    zr_archive a;
+    cp_buf got[4];
+    for (int i = 0; i < 4; i++) cp_buf_init(&got[i]);
+    zr_read(&z, &a, got);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(got[i].len, text.len);
+        assert_memory_equal(got[i].data, text.data, text.len);
+        cp_buf_free(&got[i]);
+    }
+    /* the levels did apply: 1 is larger than the default, which is not smaller than 9 */
+    assert_true(a.e[1].csize > a.e[0].csize);
+    assert_true(a.e[0].csize >= a.e[2].csize);
+    assert_int_equal(a.e[3].csize, a.e[1].csize);
+    zr_free(&a);
+    cp_buf_free(&z);
+    cp_buf_free(&text);
+}
+
+static int count_sink(void *ud, const void *p, size_t n)
+{
+    (void)p;
+    *(uint64_t *)ud += n;
+    return 0;
+}
+
+/* A classic archive stops where its 32-bit sizes and offsets and its 16-bit entry count
+ * would overflow, with a sticky CP_ELIMIT, instead of writing what a reader would misread. */
+static void test_classic_limits(void **state)
+{
+    (void)state;
+    uint64_t bytes = 0;
+    cp_zipw *w;
+    /* 65534 entries fit the end record's 16 bits (0xFFFF is ZIP64's marker); one more not */
+    assert_int_equal(cp_zipw_new(count_sink, &bytes, &w), CP_OK);
+    cp_zipw_classic(w);
+    for (int i = 0; i < 65534; i++) {
+        assert_int_equal(cp_zipw_begin(w, "e", 0, 0), CP_OK);
+        assert_int_equal(cp_zipw_end(w), CP_OK);
+    }
+    assert_int_equal(cp_zipw_begin(w, "e", 0, 0), CP_ELIMIT);
+    assert_int_equal(cp_zipw_finish(w), CP_ELIMIT);
+    cp_zipw_free(w);
+    /* an entry of 4 GiB - 2 bytes fits (0xFFFFFFFF is ZIP64's marker); one byte more is
+     * refused before it reaches the sink; after it the next entry's offset would not fit */
+    uint8_t *block = calloc(1, BLOCK);
+    bytes = 0;
+    assert_int_equal(cp_zipw_new(count_sink, &bytes, &w), CP_OK);
+    cp_zipw_classic(w);
+    assert_int_equal(cp_zipw_begin(w, "big", 0, 0), CP_OK);
+    for (unsigned i = 0; i < 4095; i++) assert_int_equal(cp_zipw_data(w, block, BLOCK), CP_OK);
+    assert_int_equal(cp_zipw_data(w, block, BLOCK - 2), CP_OK);
+    uint64_t before = bytes;
+    assert_int_equal(cp_zipw_data(w, block, 1), CP_ELIMIT);
+    assert_int_equal(bytes, before);
+    assert_int_equal(cp_zipw_end(w), CP_ELIMIT); /* sticky */
+    cp_zipw_free(w);
+    bytes = 0;
+    assert_int_equal(cp_zipw_new(count_sink, &bytes, &w), CP_OK);
+    cp_zipw_classic(w);
+    assert_int_equal(cp_zipw_begin(w, "big", 0, 0), CP_OK);
+    for (unsigned i = 0; i < 4095; i++) assert_int_equal(cp_zipw_data(w, block, BLOCK), CP_OK);
+    assert_int_equal(cp_zipw_data(w, block, BLOCK - 2), CP_OK);
+    assert_int_equal(cp_zipw_end(w), CP_OK);
+    assert_true(cp_zipw_bytes(w) > U32);
+    assert_int_equal(cp_zipw_begin(w, "next", 0, 0), CP_ELIMIT);
+    assert_int_equal(cp_zipw_finish(w), CP_ELIMIT);
+    cp_zipw_free(w);
+    free(block);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -871,6 +1029,9 @@ int main(void)
         cmocka_unit_test(test_misuse_and_sink_errors),
         cmocka_unit_test(test_zip64_entry_count),
         cmocka_unit_test(test_zip64_big_entry),
+        cmocka_unit_test(test_classic),
+        cmocka_unit_test(test_levels),
+        cmocka_unit_test(test_classic_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,6 +175,18 @@ static const char *const migrations[] = {
     /* 8: the pod index of hot windows (issue 18; hot_schema.c says why): index_pods()
      * adds it to every existing calls_ table; new windows are created with it. */
     "SELECT 1;",
+
+    /* 9: the audit log (issue 19, store/cp_audit.h): one row per deletion, export,
+     * download or import -- who (user_name, role, remote), what (action, target, the
+     * target's namespace or NULL, detail as JSON text), when (time_ms) and how it ended
+     * (outcome). Listed newest first by (time_ms, id), which also bounds the retention
+     * pass's delete. IF NOT EXISTS: a catalog whose schema_migrations was wound back by
+     * hand (as tests emulate older versions) applies it again without failing. */
+    "CREATE TABLE IF NOT EXISTS audit_log ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT, time_ms INTEGER NOT NULL, user_name TEXT NOT NULL,"
+    "  role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, namespace TEXT,"
+    "  outcome TEXT NOT NULL, remote TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '{}');"
+    "CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log (time_ms, id);",
 };
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }

@@ -5,6 +5,7 @@
 #ifndef CP_DUMPS_INTERNAL_H
 #define CP_DUMPS_INTERNAL_H
 
+#include "store/audit/audit_internal.h"
 #include "store/sql/sqldb.h"
 #include "store/cp_dumps.h"
 
@@ -65,5 +66,9 @@ int dumps_object_drop(cp_dumps *d, const char *key);
 /* Tear-down shared with retention: the record of id (state complete) becomes 'deleted',
  * its blob cleared, its object (if any) deleted. CP_ENOTFOUND if no such record. */
 int dumps_delete_id(cp_dumps *d, int64_t id, int64_t now_ms, int *object_deleted, char *err, size_t errlen);
+/* The same, recording audit (when not NULL) in the deletion's transaction: its namespace,
+ * outcome "ok", time now_ms and a detail naming the file are filled in from the row. */
+int dumps_delete_audited(cp_dumps *d, int64_t id, int64_t now_ms, cp_audit_entry *audit, int *object_deleted,
+                         char *err, size_t errlen);
 
 #endif

@@ -531,27 +531,80 @@ typedef struct del_row {
     char path[1024];
     int object;
     char key[CP_OSTORE_MAX_KEY + 1];
+    /* what the audit entry says about the file */
+    char ns[CP_DUMP_MAX_NAME + 1], pod[CP_DUMP_MAX_NAME + 1], name[CP_DUMP_MAX_NAME + 1], type[32];
+    int64_t bytes;
 } del_row;
 
 static int on_del(void *ud, const cp_sql_val *c, size_t n)
 {
     del_row *r = ud;
-    if (n < 3) return 0;
+    if (n < 8) return 0;
     r->found = 1;
     snprintf(r->path, sizeof r->path, "%s", cp_sql_str(&c[0]));
     r->object = !strcmp(cp_sql_str(&c[1]), "object");
     snprintf(r->key, sizeof r->key, "%s", cp_sql_str(&c[2]));
+    snprintf(r->ns, sizeof r->ns, "%s", cp_sql_str(&c[3]));
+    snprintf(r->pod, sizeof r->pod, "%s", cp_sql_str(&c[4]));
+    snprintf(r->name, sizeof r->name, "%s", cp_sql_str(&c[5]));
+    snprintf(r->type, sizeof r->type, "%s", cp_sql_str(&c[6]));
+    r->bytes = cp_sql_int(&c[7], 0);
     return 0;
 }
 
+/* The audit entry's detail for a deleted file: {"id","name","pod","type","bytes"}, or
+ * without the name and pod when they would not fit. */
+static void delete_detail(int64_t id, const del_row *r, char *dst, size_t cap)
+{
+    cp_buf b;
+    cp_buf_init(&b);
+    for (int full = 1; full >= 0; full--) {
+        cp_buf_reset(&b);
+        int st = cp_buf_printf(&b, "{\"id\":\"%lld\"", (long long)id);
+        if (full && st == CP_OK) st = cp_buf_puts(&b, ",\"name\":");
+        if (full && st == CP_OK) st = cp_json_str(&b, r->name, strlen(r->name));
+        if (full && st == CP_OK) st = cp_buf_puts(&b, ",\"pod\":");
+        if (full && st == CP_OK) st = cp_json_str(&b, r->pod, strlen(r->pod));
+        if (st == CP_OK) st = cp_buf_puts(&b, ",\"type\":");
+        if (st == CP_OK) st = cp_json_str(&b, r->type, strlen(r->type));
+        if (st == CP_OK) st = cp_buf_printf(&b, ",\"bytes\":%lld}", (long long)r->bytes);
+        if (st == CP_OK && b.len < cap) {
+            memcpy(dst, b.data, b.len);
+            dst[b.len] = 0;
+            cp_buf_free(&b);
+            return;
+        }
+    }
+    cp_buf_free(&b);
+    snprintf(dst, cap, "{}");
+}
+
+/* Fills the deletion's audit entry from the row and writes it on db (in the deletion's
+ * transaction). */
+static int delete_audit(cp_sqldb *db, int64_t id, const del_row *r, int64_t now_ms, cp_audit_entry *audit)
+{
+    audit->time_ms = now_ms;
+    cp_audit_sets(audit->ns, sizeof audit->ns, r->ns);
+    cp_audit_sets(audit->outcome, sizeof audit->outcome, CP_AUDIT_OK);
+    delete_detail(id, r, audit->detail, sizeof audit->detail);
+    return audit_insert_db(db, audit);
+}
+
 int dumps_delete_id(cp_dumps *d, int64_t id, int64_t now_ms, int *object_deleted, char *err, size_t errlen)
+{
+    return dumps_delete_audited(d, id, now_ms, NULL, object_deleted, err, errlen);
+}
+
+int dumps_delete_audited(cp_dumps *d, int64_t id, int64_t now_ms, cp_audit_entry *audit, int *object_deleted,
+                         char *err, size_t errlen)
 {
     if (object_deleted) *object_deleted = 0;
     cp_sqldb *db;
     int st = dumps_conn_get(d, &db, err, errlen);
     if (st != CP_OK) return st;
-    static const char sel[] = "SELECT coalesce(path, ''), location, coalesce(object_key, '') FROM dumps"
-                              " WHERE uuid = $1 AND state = 'complete'";
+    static const char sel[] = "SELECT coalesce(path, ''), location, coalesce(object_key, ''), coalesce(namespace, ''),"
+                              " coalesce(pod_name, ''), coalesce(file_name, ''), coalesce(dump_type, ''),"
+                              " coalesce(bytes_size, 0) FROM dumps WHERE uuid = $1 AND state = 'complete'";
     cp_sql_val v[] = {cp_sql_i64(id), cp_sql_i64(now_ms)};
     del_row r = {0};
     st = cp_sqldb_begin(db);
@@ -576,6 +629,8 @@ int dumps_delete_id(cp_dumps *d, int64_t id, int64_t now_ms, int *object_deleted
                            " object_key = CASE WHEN location = 'object' THEN NULL ELSE object_key END,"
                            " claim = NULL, claimed_by = NULL, claimed_at = NULL WHERE uuid = $1",
                            v, 2, NULL, NULL, NULL);
+    /* the entry commits with the deletion or not at all: no deletion goes unrecorded */
+    if (st == CP_OK && audit) st = delete_audit(db, id, &r, now_ms, audit);
     int drop = r.object && r.key[0];
     if (st == CP_OK && drop) {
         cp_sql_val pv[] = {cp_sql_text(r.key)};
@@ -599,6 +654,12 @@ int cp_dumps_delete(cp_dumps *d, int64_t id, int64_t now_ms, char *err, size_t e
     return dumps_delete_id(d, id, now_ms, NULL, err, errlen);
 }
 
+int cp_dumps_delete_audited(cp_dumps *d, int64_t id, int64_t now_ms, cp_audit_entry *audit, char *err,
+                            size_t errlen)
+{
+    return dumps_delete_audited(d, id, now_ms, audit, NULL, err, errlen);
+}
+
 static int on_uuid(void *ud, const cp_sql_val *c, size_t n)
 {
     if (n) *(int64_t *)ud = cp_sql_int(&c[0], 0);
@@ -606,6 +667,12 @@ static int on_uuid(void *ud, const cp_sql_val *c, size_t n)
 }
 
 int cp_dumps_delete_path(cp_dumps *d, const cp_dump_path *path, int64_t now_ms, char *err, size_t errlen)
+{
+    return cp_dumps_delete_path_audited(d, path, now_ms, NULL, err, errlen);
+}
+
+int cp_dumps_delete_path_audited(cp_dumps *d, const cp_dump_path *path, int64_t now_ms, cp_audit_entry *audit,
+                                 char *err, size_t errlen)
 {
     cp_buf p;
     cp_buf_init(&p);
@@ -631,5 +698,5 @@ int cp_dumps_delete_path(cp_dumps *d, const cp_dump_path *path, int64_t now_ms, 
         st = CP_ENOTFOUND;
     }
     cp_buf_free(&p);
-    return st == CP_OK ? dumps_delete_id(d, id, now_ms, NULL, err, errlen) : st;
+    return st == CP_OK ? dumps_delete_audited(d, id, now_ms, audit, NULL, err, errlen) : st;
 }
