@@ -21,7 +21,10 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
 import { env, launchChromium } from './browser.mjs';
+
+const require = createRequire(import.meta.url);
 
 const BASE = env('CP_UI_BASE');
 const FROM = env('CP_UI_FROM');
@@ -129,6 +132,28 @@ async function walk(browser, width, height) {
   await page.getByTestId('chart-kind-scatter').click();
   await page.getByTestId('calls-chart').waitFor();
   log(`2c. timeline: ${FIXTURE_CALLS} bars`);
+
+  // 2d. XLSX export of the list (ui.md §3.11): a workbook a spreadsheet library opens, with
+  // the calls of the page's filters, the same as the CSV
+  const [xl] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-xlsx').click()]);
+  assert.match(xl.suggestedFilename(), /^calls_\d+_\d+\.xlsx$/);
+  const xlFile = join(ART, `${size}-calls.xlsx`);
+  await xl.saveAs(xlFile);
+  const ExcelJS = require('exceljs');
+  const wb = new ExcelJS.Workbook();
+  await wb.xlsx.readFile(xlFile);
+  const sheet = wb.worksheets[0];
+  const header = sheet.getRow(1).values.filter((v) => v !== undefined && v !== null);
+  const idCol = header.indexOf('Id') + 1;
+  assert.ok(idCol > 0, `an Id column: ${header}`);
+  const xlIds = [];
+  sheet.eachRow((row, n) => { if (n > 1) xlIds.push(String(row.getCell(idCol).value)); });
+  const csvHref = await page.getByTestId('export-csv').getAttribute('href');
+  const csvText = await (await fetch(BASE + csvHref)).text();
+  const csvIds = csvText.trim().split('\n').slice(1).map((l) => l.split(';').pop());
+  assert.equal(xlIds.length, FIXTURE_CALLS, 'every call of the list is a row');
+  assert.deepEqual(xlIds, csvIds, 'the same rows as the CSV, in the same order');
+  log(`2d. XLSX: ${xlIds.length} rows, the CSV's`);
 
   // 3. sort by duration (descending)
   const durHeader = page.getByTestId('calls-header-duration');
@@ -377,7 +402,59 @@ async function walk(browser, width, height) {
   await hot.close();
   log('8b. hot threads: Thread-2 30 CPU s/min, Timer c+ 2; its cell opens its stack');
 
+  // 8c. the pod's thread dumps as one sampled tree (one sample = one thread in one dump);
+  // idle and system threads on request
+  const [tdp] = await Promise.all([context.waitForEvent('page'), podRow.getByTestId('pods-td-profile').click()]);
+  watch(tdp, `${size} thread-dump profile`);
+  await tdp.getByTestId('tree-row').first().waitFor();
+  const tq = new URL(tdp.url()).searchParams;
+  const tdApi = await api(`/dumps/threads-profile?namespace=${encodeURIComponent(tq.get('namespace'))}&pod=${encodeURIComponent(tq.get('pod'))}` +
+    `&from=${tq.get('from')}&to=${tq.get('to')}`);
+  assert.equal(tdApi.sampled.dumps, 3, 'the three thread dumps of the pod');
+  assert.match(await tdp.getByTestId('tree-header').innerText(), new RegExp(`${tdApi.sampled.threads} threads in 3 thread dumps`));
+  assert.match(await tdp.getByTestId('tree-row').first().innerText(), new RegExp(`${tdApi.sampled.threads} smp`));
+  await shot(tdp, size, 'thread-dump-profile');
+  await tdp.getByTestId('sampled-idle').check();
+  const allThreads = tdApi.sampled.threads + tdApi.sampled.excluded_idle;
+  await tdp.getByTestId('tree-header').filter({ hasText: `${allThreads} threads in 3 thread dumps` }).waitFor();
+  await tdp.getByTestId('view-flame').click();
+  await tdp.getByTestId('flame-frame').first().waitFor();
+  await shot(tdp, size, 'thread-dump-profile-flame');
+  await tdp.close();
+  log(`8c. thread-dump profile: ${tdApi.sampled.threads} busy threads of 3 dumps, ${allThreads} with idle ones; flame`);
+
+  // 8d. a Go profile as a flame graph (its samples' stacks for the chosen sample type)
+  const gor = await api(`/dumps?${win}&type=goroutine&pod=${encodeURIComponent(POD)}`);
+  assert.equal(gor.dumps.length, 1);
+  const pv = await context.newPage();
+  watch(pv, `${size} pprof`);
+  await pv.goto(`${BASE}/dump/profile/${gor.dumps[0].id}`);
+  const [pf] = await Promise.all([context.waitForEvent('page'), pv.getByTestId('profile-flame-link').click()]);
+  watch(pf, `${size} pprof flame`);
+  await pf.getByTestId('flame-frame').first().waitFor();
+  const pfApi = await api(`/dumps/${gor.dumps[0].id}/profile/tree`);
+  assert.match(await pf.getByTestId('tree-header').innerText(), new RegExp(`${pfApi.sampled.samples} samples`));
+  await shot(pf, size, 'pprof-flame');
+  await pf.close();
+  await pv.close();
+  log(`8d. goroutine profile: flame graph of ${pfApi.sampled.samples} samples (${pfApi.root.total} goroutines)`);
+
   await importTrace(context, page, size, `e2e-import-${width}`);
+
+  // 10. the audit log (admins): this walk's XLSX export and import are in it
+  const me = await api('/me');
+  const cfg = await api('/config');
+  if (cfg.features.audit && me.role === 'admin') {
+    await page.getByTestId('tab-audit').click();
+    await page.getByTestId('audit-table').waitFor();
+    await page.locator('[data-testid=audit-row][data-action="calls.export_xlsx"]').first().waitFor();
+    await page.locator('[data-testid=audit-row][data-action="import"]').first().waitFor();
+    await shot(page, size, 'audit');
+    log(`10. audit log: ${await page.getByTestId('audit-row').count()} entries, the export and the import among them`);
+  } else {
+    assert.equal(await page.getByTestId('tab-audit').count(), 0, 'no Audit tab without an audit log or for a non-admin');
+    log(`10. no audit tab (audit ${cfg.features.audit}, role ${me.role})`);
+  }
 
   await context.close();
 }

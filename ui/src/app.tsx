@@ -12,6 +12,7 @@ import { Shell } from './shell/Shell';
 import { CallsPage } from './calls/CallsPage';
 import { PodsPage } from './pods/PodsPage';
 import { HeapsPage } from './pods/HeapsPage';
+import { AuditPage } from './shell/AuditPage';
 import { DumpPage } from './pods/DumpPage';
 import { TreePage } from './tree/TreePage';
 import { ProfilePage } from './tree/ProfilePage';
@@ -46,6 +47,7 @@ export function App() {
   } else if (path === '/calls') page = <Shell route={route} screen={(p) => <CallsPage {...p} />} />;
   else if (path === '/pods') page = <Shell route={route} screen={(p) => <PodsPage {...p} />} />;
   else if (path === '/heaps') page = <Shell route={route} screen={(p) => <HeapsPage {...p} />} />;
+  else if (path === '/audit') page = <Shell route={route} screen={(p) => <AuditPage {...p} />} />;
   else if (path === '/tree') page = <TreePage route={route} />;
   else if (path === '/profile') page = <ProfilePage route={route} />;
   else if (path.startsWith('/dump/')) page = <DumpPage route={route} />;

@@ -148,12 +148,13 @@ export interface TreeParamGroup {
   value: string;
   duration: number;
   count: number;
-  variants?: { value: string; duration: number; count: number }[];
+  variants?: { value: string; duration: number; count: number; trimmed?: boolean; length?: number; key?: string }[];
   params?: TreeParam[];
   unresolved?: boolean;
   trimmed?: boolean;
   length?: number;
   ref?: string;
+  key?: string;          // a trimmed value's key: GET /calls/{id}/value?param=&key= answers it whole
 }
 export interface TreeParam { param: number; groups: TreeParamGroup[] }
 

@@ -10,6 +10,8 @@ import { fmtBytes, shortPod } from '../lib/format';
 import { fmtTs, serverNow } from '../lib/time';
 import type { ScreenProps } from '../shell/Shell';
 import { ConfirmDialog, ErrorBanner, Loading, fmtShort, useFetch, useToast, zoneLabel } from './common';
+import { HprofSummary } from './HprofSummary';
+import { Fragment } from 'preact';
 import './pods.css';
 
 /** Server default of the per-pod heap dump retention (dumps-http.md §7). */
@@ -52,7 +54,9 @@ async function loadHeaps(filters: Record<string, string>[], from: number, to: nu
 }
 
 export function HeapsPage(p: ScreenProps) {
-  const { zone } = useApp();
+  const { zone, config } = useApp();
+  const hprofOn = config?.features?.hprof_summary === true;
+  const [summary, setSummary] = useState<string | null>(null);
   const { win, sel } = p;
   const [toast, showToast] = useToast();
   const [victim, setVictim] = useState<Dump | null>(null);
@@ -112,7 +116,8 @@ export function HeapsPage(p: ScreenProps) {
               const entry = typeof d.info?.entry === 'string' ? d.info.entry : '';
               const uploading = d.state === 'uploading';
               return (
-                <tr key={d.id} data-testid="heap-row" data-id={d.id} data-pod={d.restart_pod ?? d.pod}>
+                <Fragment key={d.id}>
+                <tr data-testid="heap-row" data-id={d.id} data-pod={d.restart_pod ?? d.pod}>
                   <td title={`${fmtTs(d.time_ms, zone)}\n${d.name}`}>{fmtShort(d.time_ms, zone, now)}</td>
                   <td title={d.restart_pod ?? d.pod}>{shortPod(d.restart_pod ?? d.pod)}</td>
                   <td>{d.service}</td>
@@ -126,10 +131,17 @@ export function HeapsPage(p: ScreenProps) {
                       ? <span class="muted small" title="The upload has not finished">Download</span>
                       : <a href={apiUrl(`/dumps/${encodeURIComponent(d.id)}`)} download={d.name} data-testid="heap-download"
                           title="Download the .hprof.zip (resumable: the server answers HTTP range requests)">Download</a>}
+                    {hprofOn && !uploading && (
+                      <button type="button" class={`btn btn-small ${summary === d.id ? 'btn-on' : ''}`} data-testid="heap-summary"
+                        title="Header and the top classes by shallow size, computed on the server"
+                        onClick={() => setSummary(summary === d.id ? null : d.id)}>Summary</button>
+                    )}
                     <button type="button" class="btn btn-small" data-testid="heap-delete"
                       onClick={() => { setDeleteErr(null); setVictim(d); }}>Delete</button>
                   </td>
                 </tr>
+                {summary === d.id && <HprofSummary id={d.id} zone={zone} onClose={() => setSummary(null)} />}
+                </Fragment>
               );
             })}
           </tbody>

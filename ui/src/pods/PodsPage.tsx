@@ -259,6 +259,8 @@ function PodRow({ r, now, zone, showGo, open, win, back, onToggle, onToast }: Ro
     namespace: r.namespace, pod: r.dumpPods[0], from: win.fromText, to: win.toText, back,
     cpod: r.calls > 0 ? `${r.namespace}/${r.service}/${r.pod}` : undefined,
   });
+  const tdProfileUrl = buildUrl('/tree', { td: '1', namespace: r.namespace, pod: r.dumpPods.length === 1 ? r.dumpPods[0] : undefined,
+    pods: r.dumpPods.length > 1 ? r.dumpPods.join(',') : undefined, from: String(win.from), to: String(win.to) });
   const topUrl = buildUrl('/dump/topseries', { namespace: r.namespace, pod: r.dumpPods[0], from: win.fromText, to: win.toText, back });
   const heapsUrl = buildUrl('/heaps', { from: win.fromText, to: win.toText, pod: `${r.namespace}/${r.service}/${r.pod}` });
   const filter = r.dumpPods.length === 1 ? { namespace: r.namespace, pod: r.dumpPods[0] } : null;
@@ -273,7 +275,9 @@ function PodRow({ r, now, zone, showGo, open, win, back, onToggle, onToast }: Ro
       <td title={onlineTitle}><span class={`dot ${online ? 'dot-green' : 'dot-grey'}`} data-testid="pods-online" data-online={String(online)} /></td>
       <td class="num">{r.hasCalls ? fmtCount(r.calls)
         : <span class="tag tag-tiny" title="This pod sent diagnostic files but no profiling data in the window">dumps only</span>}</td>
-      <td class="nowrap">{countLink('td', 'pods-td-link')} {range('td')}</td>
+      <td class="nowrap">{countLink('td', 'pods-td-link')} {range('td')}
+        {t('td') && <> <a href={tdProfileUrl} target="_blank" rel="noopener" class="small" data-testid="pods-td-profile"
+          title="The thread dumps of the window merged into one sampled tree: one sample = one thread in one dump (new tab)">profile</a></>}</td>
       <td class="num nowrap">{countLink('top', 'pods-top-link')}
         {(t('top')?.count ?? 0) >= 2 && <> <a href={topUrl} target="_blank" rel="noopener" class="small" data-testid="pods-hot-link"
           title="Hot threads across the top dumps: CPU seconds per thread per minute (new tab)">hot</a></>}</td>

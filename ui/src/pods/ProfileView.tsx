@@ -67,6 +67,8 @@ function ProfileBody({ d, zone, download, loading, byCum }: {
         {d.time_ms ? <span class="fig">taken {fmtTs(d.time_ms, zone)}</span> : null}
         {d.duration_ms > 0 && <span class="fig">over {fmtDuration(d.duration_ms)}</span>}
         {d.period_type && d.period ? <span class="fig muted">period {fmtProfileValue(d.period, d.period_type.unit)} {d.period_type.type}</span> : null}
+        <a href={`/tree?pprof=${encodeURIComponent(d.id)}&sample_type=${encodeURIComponent(type.type)}&view=flame`} target="_blank" rel="noopener"
+          class="btn btn-small" data-testid="profile-flame-link" title="The profile's stacks for this sample type as a flame graph, icicle, tree and hotspots (new tab)">Flame graph</a>
         <a href={download} download class="small">Download</a>
       </div>
       <div class="viewer-tools">

@@ -94,7 +94,9 @@ export function ImportDialog({ dropped, dragging, onClose, onImported }: {
     if (!file || !valid || sending) return;
     const t0 = performance.now();
     setPhase({ kind: 'sending', loaded: 0, total: file.size, sent: false });
-    upload.current = uploadImport(file, importQuery(fields), {
+    // the file's name goes into the audit log (servers that keep one accept `name`)
+    const query = app.config?.features?.audit === true ? { ...importQuery(fields), name: file.name.slice(0, 255) } : importQuery(fields);
+    upload.current = uploadImport(file, query, {
       onProgress: (loaded, total) => setPhase((p) => (p.kind === 'sending' ? { ...p, loaded, total: total ?? p.total } : p)),
       onSent: () => setPhase((p) => (p.kind === 'sending' ? { ...p, loaded: p.total ?? p.loaded, sent: true } : p)),
       onDone: (outcome) => {

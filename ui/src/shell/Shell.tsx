@@ -63,7 +63,7 @@ export function Shell({ route, screen }: { route: Route; screen: (p: ScreenProps
           cloudprof
         </a>
         <nav class="tabs">
-          {TABS.map(([path, label]) => (
+          {[...TABS, ...(app.me?.role === 'admin' && app.config?.features?.audit === true ? [['/audit', 'Audit'] as [string, string]] : [])].map(([path, label]) => (
             <a key={path} href={buildUrl(path, ctx)} data-testid={`tab-${path.slice(1)}`}
               class={`tab ${route.path === path ? 'tab-on' : ''}`}
               onClick={(e) => { e.preventDefault(); navigate(buildUrl(path, ctx)); }}>{label}</a>

@@ -6,12 +6,12 @@
 
 import type { JSX } from 'preact';
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { fmtDuration } from '../lib/format';
 import { saveText } from '../lib/save';
 import { categoryColor, type Categories } from './derived';
 import { collapsedStacks, flameSvg, layoutFlame, METRICS, metricValue, packageHue, type Metric } from './flame';
 import type { SearchResult, TreeModel } from './model';
 import { numbersText } from './numbers';
+import { fmtVal } from './units';
 
 const FH = 18;
 
@@ -164,7 +164,7 @@ export function FlameView(p: FlameViewProps) {
         {hover >= 0
           ? <><b>{m.names.get(m.method[hover]).label}</b> — {numbersText(m, hover)}
               {p.detailOf && <span data-testid="flame-detail-extra"> — {p.detailOf(hover)}</span>}
-              {m.total[zoom] > 0 && <span class="muted"> — {pct(m.total[hover], m.total[zoom])} of {fmtDuration(m.total[zoom])}</span>}</>
+              {m.total[zoom] > 0 && <span class="muted"> — {pct(m.total[hover], m.total[zoom])} of {fmtVal(m.total[zoom])}</span>}</>
           : <span class="muted">Hover a frame for its numbers; click to zoom; Esc zooms out.</span>}
       </div>
     </div>

@@ -7,12 +7,12 @@
 
 import type { JSX } from 'preact';
 import { useMemo, useState } from 'preact/hooks';
-import { fmtDuration } from '../lib/format';
 import { hotspots, incoming, type Categories, type HotRow } from './derived';
 import { groupHotspots, packageModule, type HotGroup, type Module } from './hotgroups';
 import { abbreviatePackage } from './methodname';
 import type { TreeModel } from './model';
 import { fmtInv } from './numbers';
+import { fmtVal } from './units';
 
 const PAGE = 400;
 
@@ -66,10 +66,10 @@ export function HotspotsView({ model: m, cats, by, onIncoming }: {
           <span title={name.full}>{name.label}</span>
           {name.ok && name.jar && <span class="tr-file"> [{name.jar}]</span>}
         </td>
-        <td class="num"><b>{fmtDuration(r.self)}</b></td>
-        <td class="num">{r.selfSusp >= 1 ? fmtDuration(r.selfSusp) : ''}</td>
+        <td class="num"><b>{fmtVal(r.self)}</b></td>
+        <td class="num">{r.selfSusp >= 1 ? fmtVal(r.selfSusp) : ''}</td>
         <td class="num">{fmtInv(r.inv)}</td>
-        <td class="num">{fmtDuration(r.total)}</td>
+        <td class="num">{fmtVal(r.total)}</td>
         <td><button type="button" class="btn btn-small btn-ghost" onClick={() => onIncoming(r.method)} title="Open Incoming calls as a tab">↙ incoming</button></td>
       </tr>,
     );
@@ -84,7 +84,7 @@ export function HotspotsView({ model: m, cats, by, onIncoming }: {
       body.push(
         <tr key={`g${c.key}`} class="hs-group" data-testid="hotspot-group" data-group={c.key} data-depth={c.depth}>
           <td style={{ paddingLeft: 8 + c.depth * 14 }}>{c.label}</td>
-          <td class="num">{fmtDuration(c.sums.self)}</td><td class="num">{fmtDuration(c.sums.selfSusp)}</td>
+          <td class="num">{fmtVal(c.sums.self)}</td><td class="num">{fmtVal(c.sums.selfSusp)}</td>
           <td class="num">{fmtInv(c.sums.inv)}</td><td class="num" /><td />
         </tr>,
       );
@@ -138,10 +138,10 @@ function pushCallers(cm: TreeModel, node: number, depth: number, keyBase: string
           <span title={name.full}>← {name.label}</span>
           <span class="muted small" title="How often this caller ran"> (ran {fmtInv(cm.calls[c])}×)</span>
         </td>
-        <td class="num">{fmtDuration(cm.self[c])}</td>
-        <td class="num">{cm.selfSusp[c] >= 1 ? fmtDuration(cm.selfSusp[c]) : ''}</td>
+        <td class="num">{fmtVal(cm.self[c])}</td>
+        <td class="num">{cm.selfSusp[c] >= 1 ? fmtVal(cm.selfSusp[c]) : ''}</td>
         <td class="num">{fmtInv(cm.inv[c])}</td>
-        <td class="num">{fmtDuration(cm.total[c])}</td>
+        <td class="num">{fmtVal(cm.total[c])}</td>
         <td />
       </tr>,
     );

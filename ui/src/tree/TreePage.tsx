@@ -11,6 +11,8 @@ import { ApiError, apiUrl, isAbort, type TreeResp } from '../lib/api';
 import { setParams, type Route } from '../lib/url';
 import { TreeScreen, type StateIO, type TreeData } from './TreeScreen';
 import { syntheticTree } from './synthetic';
+import { SampledTools, sampledLabel, sampledSource, sampledUrl, tdFrameMethod, unitOf, type Sampled } from './sampled';
+import { setTreeUnit, TIME } from './units';
 import './tree.css';
 
 const GET_MAX_IDS = 40;
@@ -37,10 +39,11 @@ export function idsFromParams(p: URLSearchParams): { ids: string[]; error: strin
   return { ids: [], error: 'No call given: open a tree from the calls list.' };
 }
 
-async function fetchTree(ids: string[], signal: AbortSignal): Promise<string> {
+async function fetchTree(ids: string[], signal: AbortSignal, sampled: string | null = null): Promise<string> {
   let res: Response;
   try {
-    if (ids.length === 1) res = await fetch(apiUrl(`/calls/${encodeURIComponent(ids[0])}/tree`), { signal, headers: { Accept: 'application/json' } });
+    if (sampled) res = await fetch(sampled, { signal, headers: { Accept: 'application/json' } });
+    else if (ids.length === 1) res = await fetch(apiUrl(`/calls/${encodeURIComponent(ids[0])}/tree`), { signal, headers: { Accept: 'application/json' } });
     else if (ids.length <= GET_MAX_IDS) res = await fetch(apiUrl('/tree', { ids: ids.join(',') }), { signal, headers: { Accept: 'application/json' } });
     else {
       res = await fetch(apiUrl('/tree'), {
@@ -72,8 +75,10 @@ function parseTree(text: string): TreeResp {
 export function TreePage({ route }: { route: Route }) {
   const p = route.params;
   const synthetic = Number(p.get('synthetic') ?? 0);
-  const { ids, error } = synthetic > 0 ? { ids: ['synthetic'], error: null } : idsFromParams(p);
-  const key = synthetic > 0 ? `synthetic:${synthetic}` : ids.join(',');
+  const src = sampledSource(p);
+  const { ids, error } = synthetic > 0 ? { ids: ['synthetic'], error: null }
+    : src ? (src.error ? { ids: [], error: src.error } : { ids: [], error: null }) : idsFromParams(p);
+  const key = synthetic > 0 ? `synthetic:${synthetic}` : src ? sampledUrl(src) : ids.join(',');
   const [load, setLoad] = useState<Load>({ kind: 'loading' });
   const [retry, setRetry] = useState(0);
 
@@ -88,7 +93,7 @@ export function TreePage({ route }: { route: Route }) {
       setLoad({ kind: 'ok', data: { resp: JSON.parse(text), raw: text, ids, t0 } });
       return;
     }
-    fetchTree(ids, ac.signal)
+    fetchTree(ids, ac.signal, src ? sampledUrl(src) : null)
       .then((text) => {
         const t0 = performance.now();
         setLoad({ kind: 'ok', data: { resp: parseTree(text), raw: text, ids, t0 } });
@@ -113,8 +118,15 @@ export function TreePage({ route }: { route: Route }) {
     params: p,
     set: (patch, replace) => setParams(patch, { replace: !!replace }),
   };
+  // the numbers' unit: time for call trees, the sample type's for sampled trees
+  const sm = (load.data.resp as { sampled?: Sampled }).sampled;
+  if (src && sm && src.kind === 'td' && !load.data.resp.methods.every((x, i) => x === tdFrameMethod(x) || i < 0)) {
+    load.data.resp.methods = load.data.resp.methods.map(tdFrameMethod);  // once: the mapped text maps to itself
+  }
+  setTreeUnit(src && sm ? unitOf(sm, load.data.resp.root.total) : TIME);
+  const data = src && sm ? { ...load.data, label: sampledLabel(src, sm), tools: <SampledTools src={src} sampled={sm} /> } : load.data;
   // a new tree gets fresh per-tab view state
-  return <TreeScreen key={key} data={load.data} io={io} />;
+  return <TreeScreen key={key} data={data} io={io} />;
 }
 
 function Frame({ children }: { children: ComponentChildren }) {

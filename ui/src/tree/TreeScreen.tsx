@@ -27,6 +27,7 @@ import { TreeView } from './TreeView';
 import type { SuspMode } from './numbers';
 import { stoppedText, type ProfileInfo } from './profileModel';
 import './tree.css';
+import { fmtVal } from './units';
 
 export interface TreeData {
   resp: TreeResp;
@@ -61,7 +62,7 @@ interface TabView { model: TreeModel; vs: ViewState; limited: boolean }
 interface Menu { node: number; x: number; y: number; shift: boolean }
 type DialogState =
   | { kind: 'stack'; node: number }
-  | { kind: 'value'; name: string; value: string }
+  | { kind: 'value'; name: string; value: string; key?: string }
   | { kind: 'adjust'; text: string }
   | { kind: 'categories'; text: string }
   | null;
@@ -158,7 +159,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
   const startMs = resp.start_ms || first?.ts_ms || 0;
   const title = callTitle(resp);
   const rootName = base.names.get(base.method[0]);
-  const durText = fmtDuration(base.total[0]);
+  const durText = fmtVal(base.total[0]);
   const host = first ? shortPod(first.pod) : '';
   useEffect(() => {
     document.title = `${durText} ${host} ${startMs ? fmtFull(startMs, app.zone, false) : ''} ${nCalls}calls`;
@@ -197,7 +198,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
     if (withToast) {
       const after = applyAdjust(base, parseAdjust(clean).rules).total[0];
       setToast({
-        text: `Root: ${fmtDuration(before)} → ${fmtDuration(after)} (saves ${fmtDuration(before - after)})`,
+        text: `Root: ${fmtVal(before)} → ${fmtVal(after)} (saves ${fmtVal(before - after)})`,
         undo: () => io.set({ adj: old || null }),
       });
     }
@@ -360,7 +361,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
     <div class="tp-banners">
       {adj.rules.length > 0 && (
         <div class="banner banner-amber" data-testid="banner-adjusted">Durations are adjusted — what-if view
-          ({adj.rules.length} rule{adj.rules.length === 1 ? '' : 's'}; root {fmtDuration(base.total[0])} → {fmtDuration(model.total[0])})
+          ({adj.rules.length} rule{adj.rules.length === 1 ? '' : 's'}; root {fmtVal(base.total[0])} → {fmtVal(model.total[0])})
           <button type="button" class="btn btn-small" onClick={() => setDialog({ kind: 'adjust', text: adjText })}>Edit</button>
           <button type="button" class="btn btn-small" onClick={() => io.set({ adj: null })}>Reset</button></div>
       )}
@@ -387,7 +388,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
   } else if (tab === 'hotspots' || tab.startsWith('lh:')) {
     body = <HotspotsView model={tabModel} cats={tabCats} by={hsBy} onIncoming={(mth) => openDerived('in', mth, false)} />;
   } else if (tab === 'params') {
-    body = <ParamsView model={tabModel} q={q} onValue={(name, value) => setDialog({ kind: 'value', name, value })} />;
+    body = <ParamsView model={tabModel} q={q} onValue={(name, value, key) => setDialog({ kind: 'value', name, value, key })} />;
   } else if (view !== 'tree') {
     body = (
       <FlameView key={`${tab}/${view}`} model={tabModel} icicle={view === 'icicle'} metric={metric} zoom={zoomNode} search={search} cats={tabCats} marks={marks}
@@ -399,7 +400,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
       <TreeView key={tab} model={tabModel} vs={tv!.vs} version={version} bump={bump} search={search} marks={marks} cats={tabCats}
         selected={selected} onSelect={setSelected}
         onMenu={(i, el, shift) => { const r = el.getBoundingClientRect(); setMenu({ node: i, x: r.left, y: r.bottom, shift }); }}
-        onValue={(name, value) => setDialog({ kind: 'value', name, value })}
+        onValue={(name, value, row) => setDialog({ kind: 'value', name, value, key: row.kind === 'variant' ? row.group?.variants?.find((v) => v.value === value)?.key ?? row.group?.key : row.group?.key })}
         onPainted={tab === 'tree' ? onPainted : undefined} startMs={merged ? 0 : startMs} suspMode={suspMode} />
     );
   }
@@ -426,7 +427,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
           }} />
       )}
       {dialog?.kind === 'stack' && tabModel && <StacktraceDialog model={tabModel} node={dialog.node} onClose={() => setDialog(null)} />}
-      {dialog?.kind === 'value' && <ValueDialog name={dialog.name} value={dialog.value} onClose={() => setDialog(null)} />}
+      {dialog?.kind === 'value' && <ValueDialog name={dialog.name} value={dialog.value} fullKey={offline ? undefined : dialog.key} ids={data.ids} onClose={() => setDialog(null)} />}
       {(dialog?.kind === 'adjust' || dialog?.kind === 'categories') && (
         <RulesDialog kind={dialog.kind} text={dialog.text} onClose={() => setDialog(null)}
           onApply={(t) => (dialog.kind === 'adjust' ? setAdjust(t, false) : io.set({ cat: t.trim() ? t : null }))} />

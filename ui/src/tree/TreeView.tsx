@@ -11,6 +11,7 @@ import { fmtTs } from '../lib/time';
 import { categoryColor, isSqlLike, type Categories } from './derived';
 import { autoExpand, buildRows, isExpandable, type ParamRow, type SearchResult, type TreeModel, type ViewState } from './model';
 import { fmtInv, nodeNumbers, type SuspMode } from './numbers';
+import { fmtVal, treeUnit } from './units';
 
 export const ROW_H = 20;
 const OVERSCAN = 12;
@@ -168,9 +169,9 @@ export function TreeView(p: TreeViewProps) {
         <span class="tr-bar">{barW >= 0.6 && <span style={{ width: barW }} />}</span>
         <span class="tr-num">
           {x.onlySelf
-            ? <b>{fmtDuration(x.self)} self</b>
-            : <>{fmtDuration(x.total)}{Math.round(x.self) > 0 && <span class="muted"> ({fmtDuration(x.self)} self)</span>}</>}
-          {x.gc > 0 && <span class="tr-gc"> + {fmtDuration(x.gc)} gc{x.selfGc >= 1 && ` (+ ${fmtDuration(x.selfGc)} self gc)`}</span>}
+            ? <b>{fmtVal(x.self)} self</b>
+            : <>{fmtVal(x.total)}{Math.round(x.self) > 0 && <span class="muted"> ({fmtVal(x.self)} self)</span>}</>}
+          {x.gc > 0 && <span class="tr-gc"> + {fmtVal(x.gc)} gc{x.selfGc >= 1 && ` (+ ${fmtVal(x.selfGc)} self gc)`}</span>}
         </span>
         <span class="tr-inv">- {fmtInv(x.inv)} inv{x.invX > 0 && <span class="tr-x"> (x {x.invX})</span>}</span>
         {x.calls > 0 && <span class="tr-inv">- {fmtInv(x.calls)} calls{x.callsX > 0 && <span class="tr-x"> (x {x.callsX})</span>}</span>}
@@ -259,10 +260,10 @@ function StatsPopover({ m, i, x, y, startMs }: { m: TreeModel; i: number; x: num
       <table class="grid">
         <thead><tr><th /><th class="num">method itself</th><th class="num">with children</th></tr></thead>
         <tbody>
-          <tr><td>duration</td><td class="num">{fmtDuration(m.self[i])}</td><td class="num">{fmtDuration(m.total[i])}</td></tr>
-          <tr><td>suspension</td><td class="num">{fmtDuration(m.selfSusp[i])}</td><td class="num">{fmtDuration(m.susp[i])}</td></tr>
+          <tr><td>{treeUnit().kind === 'ms' ? 'duration' : 'value'}</td><td class="num">{fmtVal(m.self[i])}</td><td class="num">{fmtVal(m.total[i])}</td></tr>
+          <tr><td>suspension</td><td class="num">{fmtVal(m.selfSusp[i])}</td><td class="num">{fmtVal(m.susp[i])}</td></tr>
           <tr><td>invocations</td><td class="num">{fmtInv(m.inv[i])}</td><td class="num">{fmtInv(m.calls[i])} calls</td></tr>
-          <tr><td>avg / invocation</td><td class="num">{fmtDuration(m.self[i] / inv)}</td><td class="num">{fmtDuration(m.total[i] / inv)}</td></tr>
+          <tr><td>avg / invocation</td><td class="num">{fmtVal(m.self[i] / inv)}</td><td class="num">{fmtVal(m.total[i] / inv)}</td></tr>
         </tbody>
       </table>
       {m.first && m.last && startMs > 0 && (

@@ -412,7 +412,8 @@ export interface SumGroup {
   count: number;
   unresolved: boolean;
   trimmed: boolean;
-  variants: { value: string; duration: number; count: number }[];
+  key?: string;          // a trimmed value's key (the full value endpoint)
+  variants: { value: string; duration: number; count: number; key?: string }[];
   nested: SumParam[];
 }
 export interface SumParam { name: string; duration: number; groups: SumGroup[] }
@@ -436,7 +437,7 @@ export function isSqlLike(name: string, g?: TreeParamGroup): boolean {
   return SQL_NAMES.has(name) || !!(g && g.variants && g.variants.length);
 }
 
-interface GAcc { g: SumGroup; vs: Map<string, { value: string; duration: number; count: number }>; nested: Map<string, Map<string, GAcc>> }
+interface GAcc { g: SumGroup; vs: Map<string, { value: string; duration: number; count: number; key?: string }>; nested: Map<string, Map<string, GAcc>> }
 
 /** The call's params over the whole tree: by (name, value), SQL-like values by signature
  *  with their texts (top 20 + ::other), binds nested under their SQL. */
@@ -452,17 +453,17 @@ export function paramsSummary(m: TreeModel): SumParam[] {
         const key = g.value === '::other' ? '::other' : sql ? 's:' + sqlSignature(g.value) : 'v:' + g.value;
         let acc = groups.get(key);
         if (!acc) {
-          acc = { g: { name, value: g.value, duration: 0, count: 0, unresolved: !!g.unresolved, trimmed: !!g.trimmed, variants: [], nested: [] }, vs: new Map(), nested: new Map() };
+          acc = { g: { name, value: g.value, duration: 0, count: 0, unresolved: !!g.unresolved, trimmed: !!g.trimmed, key: g.key, variants: [], nested: [] }, vs: new Map(), nested: new Map() };
           groups.set(key, acc);
         }
         acc.g.duration += g.duration * scale;
         acc.g.count += g.count;
         if (sql) {
-          const vs = g.variants && g.variants.length ? g.variants : [{ value: g.value, duration: g.duration, count: g.count }];
+          const vs = g.variants && g.variants.length ? g.variants : [{ value: g.value, duration: g.duration, count: g.count, key: g.key }];
           for (const v of vs) {
             const x = acc.vs.get(v.value);
             if (x) { x.duration += v.duration * scale; x.count += v.count; }
-            else acc.vs.set(v.value, { value: v.value, duration: v.duration * scale, count: v.count });
+            else acc.vs.set(v.value, { value: v.value, duration: v.duration * scale, count: v.count, key: v.key });
           }
         }
         if (g.params) add(acc.nested, g.params, scale);

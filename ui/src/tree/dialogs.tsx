@@ -5,12 +5,13 @@
 
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { fmtDuration } from '../lib/format';
+import { apiUrl } from '../lib/api';
 import { parseAdjust, parseCategories } from './derived';
 import { stackLine } from './methodname';
 import { tokensFor } from './syntax';
 import type { TreeModel } from './model';
 import { fmtInv } from './numbers';
+import { fmtVal } from './units';
 
 export function Dialog({ title, onClose, children, buttons, testid }: {
   title: string; onClose: () => void; children: ComponentChildren; buttons?: ComponentChildren; testid?: string;
@@ -64,7 +65,7 @@ export function stacktraceText(m: TreeModel, node: number): string {
   for (let x = node; x >= 0; x = m.parent[x]) {
     const n = m.names.get(m.method[x]);
     lines.push([
-      fmtDuration(m.total[x]), `${fmtDuration(m.self[x])} self`, `${fmtInv(m.inv[x])} inv`,
+      fmtVal(m.total[x]), `${fmtVal(m.self[x])} self`, `${fmtInv(m.inv[x])} inv`,
       m.calls[x] > 0 ? `${fmtInv(m.calls[x])} calls` : '', stackLine(n),
     ]);
   }
@@ -117,15 +118,48 @@ function Coloured({ name, text }: { name: string; text: string }) {
   return <>{toks.map((t, i) => (t.c ? <span key={i} class={`sx-${t.c}`}>{t.t}</span> : t.t))}</>;
 }
 
-export function ValueDialog({ name, value, onClose }: { name: string; value: string; onClose: () => void }) {
+/** The whole text of a trimmed value (GET /calls/{id}/value): the tree's calls are asked
+ *  in turn, the first that has the value answers. */
+export async function fetchFullValue(ids: string[], param: string, key: string): Promise<string> {
+  let last = 'no call of this tree has the value';
+  for (const id of ids.slice(0, 20)) {
+    const res = await fetch(apiUrl(`/calls/${encodeURIComponent(id)}/value`, { param, key }), { headers: { Accept: 'text/plain, application/json' } });
+    if (res.ok) return res.text();
+    try { const b = await res.json(); last = typeof b.error === 'string' ? b.error : `HTTP ${res.status}`; } catch { last = `HTTP ${res.status}`; }
+    if (res.status !== 404) break;
+  }
+  throw new Error(last);
+}
+
+export function ValueDialog({ name, value: shownValue, fullKey, ids, onClose }: {
+  name: string; value: string; fullKey?: string; ids?: string[]; onClose: () => void;
+}) {
   const [raw, setRaw] = useState(false);
+  const [full, setFull] = useState<{ text: string | null; busy: boolean; error: string | null }>({ text: null, busy: false, error: null });
+  const canFetch = !!fullKey && !!ids && ids.length > 0 && ids[0] !== 'synthetic';
+  const value = full.text ?? shownValue;
   const pretty = prettyValue(name, value);
+  const load = () => {
+    if (!canFetch) return;
+    setFull({ text: null, busy: true, error: null });
+    fetchFullValue(ids!, name, fullKey!).then((t) => setFull({ text: t, busy: false, error: null }))
+      .catch((e) => setFull({ text: null, busy: false, error: String((e as Error)?.message ?? e) }));
+  };
   return (
     <Dialog title={`${name} (${value.length} characters)`} onClose={onClose} testid="value-dialog"
       buttons={<>
         {pretty !== value && <button type="button" class="btn" onClick={() => setRaw(!raw)}>{raw ? 'Formatted' : 'View source'}</button>}
         <CopyButton text={value} /><button type="button" class="btn" onClick={onClose}>Close</button>
       </>}>
+      {fullKey && full.text === null && (
+        <div class="banner banner-amber" data-testid="value-trimmed">The tree shows the first 15 000 characters of this value.
+          {canFetch
+            ? <button type="button" class="btn btn-small" data-testid="value-load-full" disabled={full.busy} onClick={load}>
+                {full.busy ? 'Loading…' : 'View full value'}</button>
+            : <span class="muted"> (the whole text is fetched from a call of the tree; this tree lists none)</span>}
+          {full.error && <span class="red"> {full.error}</span>}
+        </div>
+      )}
       <div class="tp-value" data-testid="value-text"><Coloured name={name} text={raw ? value : pretty} /></div>
     </Dialog>
   );

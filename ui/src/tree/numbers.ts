@@ -3,8 +3,9 @@
 // invocations with the red `(x K)` fan-out marker, and the plain-text summary used in
 // tooltips and the flame details line.
 
-import { fmtCount, fmtDuration } from '../lib/format';
+import { fmtCount } from '../lib/format';
 import type { TreeModel } from './model';
+import { fmtVal } from './units';
 
 export interface NodeNumbers {
   total: number;       // duration shown (net of suspension when gc is shown)
@@ -49,8 +50,8 @@ export function fmtInv(n: number): string {
 /** One-line summary: `412ms (12ms self) + 40ms gc, 3 inv, 12 calls`. */
 export function numbersText(m: TreeModel, i: number): string {
   const x = nodeNumbers(m, i);
-  let s = x.onlySelf ? `${fmtDuration(x.self)} self` : fmtDuration(x.total) + (Math.round(x.self) > 0 ? ` (${fmtDuration(x.self)} self)` : '');
-  if (x.gc) s += ` + ${fmtDuration(x.gc)} gc`;
+  let s = x.onlySelf ? `${fmtVal(x.self)} self` : fmtVal(x.total) + (Math.round(x.self) > 0 ? ` (${fmtVal(x.self)} self)` : '');
+  if (x.gc) s += ` + ${fmtVal(x.gc)} gc`;
   s += `, ${fmtInv(x.inv)} inv`;
   if (x.invX) s += ` (x ${x.invX})`;
   if (x.calls > 0) s += `, ${fmtInv(x.calls)} calls`;
