@@ -90,69 +90,92 @@ static int profile_tail(cp_buf *out, size_t matched, size_t merged, size_t untra
     return bad ? CP_ENOMEM : CP_OK;
 }
 
-/* Merges the refs' trees; the answer (tree + profile tail) or an error in o. */
+/* The merge, call by call as the reader hands them over (in any order). */
+typedef struct merge_ctx {
+    cp_tree *tree;
+    const cp_tree_limits *lim;
+    http_profile_progress_fn fn;
+    void *ud;
+    size_t seen, merged, untraced, to_merge;
+    const char *stopped;                /* why no further call is added (NULL: none) */
+    int cancelled, failed;              /* failed: a CP_ status, with err */
+    char err[256];
+} merge_ctx;
+
+static int merge_one(void *ud, size_t i, cp_fetched *fe)
+{
+    (void)i;
+    merge_ctx *m = ud;
+    if (m->stopped || m->cancelled || m->failed) return 1;
+    if (m->fn && m->seen % PROFILE_REPORT_EVERY == 0 && m->fn(m->ud, m->seen, m->to_merge, cp_tree_nodes(m->tree))) {
+        m->cancelled = 1;
+        return 1;
+    }
+    m->seen++;
+    if (!fe->blob) {
+        m->untraced++;
+        return 0;
+    }
+    /* past three quarters of the node budget no further call is added: one call cannot
+     * usually take the rest, and a call the budget cut would be merged in part */
+    if (cp_tree_nodes(m->tree) > m->lim->max_nodes / 4 * 3) {
+        m->stopped = "max_nodes";
+        return 1;
+    }
+    int st = cp_tree_add(m->tree, fe->blob, m->err, sizeof m->err);
+    if (st != CP_OK) {
+        m->failed = st;
+        return 1;
+    }
+    m->merged++;
+    return 0;
+}
+
+/* Merges the refs' trees (read together: cold calls file by file); the answer (tree +
+ * profile tail) or an error in o. */
 static void merge_refs(cp_http *h, cp_reader *r, const refs_ctx *x, const char *stopped, http_profile_progress_fn fn,
                        void *ud, http_out *o, int *failed)
 {
     cp_tree_limits lim;
     cp_tree_limits_default(&lim);
     lim.max_nodes = h->cfg->max_tree_nodes;
-    cp_tree *tree = cp_tree_new(&lim);
-    if (!tree) {
+    merge_ctx m;
+    memset(&m, 0, sizeof m);
+    m.tree = cp_tree_new(&lim);
+    if (!m.tree) {
         http_oom(o);
         return;
     }
-    cp_fetched fe;
-    cp_fetched_init(&fe);
-    size_t merged = 0, untraced = 0;
+    m.lim = &lim;
+    m.fn = fn;
+    m.ud = ud;
+    m.to_merge = x->n;
     char err[256] = "";
-    for (size_t i = 0; i < x->n && o->status == 200; i++) {
-        if (fn && i % PROFILE_REPORT_EVERY == 0 && fn(ud, i, x->n, cp_tree_nodes(tree))) {
-            http_error(o, 503, "cancelled", "the profile was cancelled");
-            break;
-        }
-        int st = cp_reader_fetch(r, &x->refs[i], &fe, err, sizeof err);
-        if (st == CP_OK && !fe.found) continue; /* gone since the search (retention, compaction's swap) */
-        if (st < 0) {
-            *failed = st != CP_ECORRUPT && st != CP_ENOMEM;
-            if (st == CP_ENOMEM) http_oom(o);
-            else if (st == CP_ECORRUPT) http_error(o, 500, "corrupt_trace", "%s", err);
-            else http_reader_error(o, st, "get", cp_reader_errmsg(r));
-            break;
-        }
-        if (!fe.blob) {
-            untraced++;
-            continue;
-        }
-        /* past three quarters of the node budget no further call is added: one call cannot
-         * usually take the rest, and a call the budget cut would be merged in part */
-        if (cp_tree_nodes(tree) > lim.max_nodes / 4 * 3) {
-            stopped = "max_nodes";
-            break;
-        }
-        st = cp_tree_add(tree, fe.blob, err, sizeof err);
-        if (st == CP_ELIMIT) {
-            http_error(o, 413, "tree_too_large", "the profile is over its budget: %s", err);
-            break;
-        }
-        if (st != CP_OK) {
-            http_error(o, 500, "corrupt_trace", "a stored trace cannot be read: %s", err);
-            break;
-        }
-        merged++;
+    int st = cp_reader_fetch_many(r, x->refs, x->n, merge_one, &m, err, sizeof err);
+    if (m.cancelled) {
+        http_error(o, 503, "cancelled", "the profile was cancelled");
+    } else if (m.failed == CP_ELIMIT) {
+        http_error(o, 413, "tree_too_large", "the profile is over its budget: %s", m.err);
+    } else if (m.failed) {
+        http_error(o, 500, "corrupt_trace", "a stored trace cannot be read: %s", m.err);
+    } else if (st < 0 && st != CP_EABORT) {
+        *failed = st != CP_ECORRUPT && st != CP_ENOMEM;
+        if (st == CP_ENOMEM) http_oom(o);
+        else if (st == CP_ECORRUPT) http_error(o, 500, "corrupt_trace", "%s", err);
+        else http_reader_error(o, st, "get", cp_reader_errmsg(r));
     }
+    if (m.stopped) stopped = m.stopped;
     if (o->status == 200) {
-        if (merged == 0 && x->n == 0) {
+        if (m.merged == 0 && x->n == 0) {
             http_error(o, 404, "no_calls", "no call matches the filter");
-        } else if (merged == 0) {
+        } else if (m.merged == 0) {
             http_error(o, 410, "trace_unavailable", "none of the %zu matching calls has a trace", x->n);
-        } else if (cp_tree_json(tree, "[]", 2, &o->body) != CP_OK ||
-                   profile_tail(&o->body, x->n, merged, untraced, stopped) != CP_OK) {
+        } else if (cp_tree_json(m.tree, "[]", 2, &o->body) != CP_OK ||
+                   profile_tail(&o->body, x->n, m.merged, m.untraced, stopped) != CP_OK) {
             http_oom(o);
         }
     }
-    cp_fetched_free(&fe);
-    cp_tree_free(tree);
+    cp_tree_free(m.tree);
 }
 
 void http_profile_answer(cp_http *h, const http_query *q, const cp_call_filter *filter, http_profile_progress_fn fn,

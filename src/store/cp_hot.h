@@ -173,6 +173,11 @@ typedef struct cp_reader_ops {
     int (*search)(cp_reader *r, const cp_call_filter *f, cp_call_fn fn, void *ud, cp_search_stats *st);
     /* One call by its ref, with its trace blob if with_trace. CP_ENOTFOUND if absent. */
     int (*get)(cp_reader *r, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud);
+    /* Many calls by their refs (an aggregate profile): fn(ud, i, call) for each refs[i]
+     * found, in any order; refs not found are not reported. A nonzero fn return stops
+     * with CP_EABORT. NULL = not offered: cp_reader_get_many asks get for each. */
+    int (*get_many)(cp_reader *r, const cp_call_ref *refs, size_t n, int with_trace,
+                    int (*fn)(void *ud, size_t i, const cp_call *c), void *ud);
     /* Pod restarts active in [from, to) with call counts, ordered by namespace, service,
      * pod, restart. */
     int (*pods)(cp_reader *r, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud);
@@ -215,6 +220,9 @@ static inline int cp_reader_get(cp_reader *r, const cp_call_ref *ref, int with_t
 {
     return r->ops->get(r, ref, with_trace, fn, ud);
 }
+/* See get_many: fn(ud, i, call) for each refs[i] found, in any order. */
+int cp_reader_get_many(cp_reader *r, const cp_call_ref *refs, size_t n, int with_trace,
+                       int (*fn)(void *ud, size_t i, const cp_call *c), void *ud);
 static inline int cp_reader_pods(cp_reader *r, int64_t from_ms, int64_t to_ms, cp_pod_fn fn, void *ud)
 {
     return r->ops->pods(r, from_ms, to_ms, fn, ud);
@@ -258,6 +266,11 @@ void cp_fetched_free(cp_fetched *f);
 /* CP_OK (f->found tells whether there is such a call), CP_ECORRUPT for a stored trace
  * that does not decode (err says why), or the reader's failure (cp_reader_errmsg). */
 int cp_reader_fetch(cp_reader *r, const cp_call_ref *ref, cp_fetched *f, char *err, size_t errlen);
+/* cp_reader_fetch for many refs at once (cold calls are read file by file, not one by one):
+ * fn(ud, i, f) for each refs[i] found, in any order, with f as cp_reader_fetch leaves it
+ * (valid during the call only). A nonzero fn return stops with CP_EABORT. */
+int cp_reader_fetch_many(cp_reader *r, const cp_call_ref *refs, size_t n,
+                         int (*fn)(void *ud, size_t i, cp_fetched *f), void *ud, char *err, size_t errlen);
 
 static inline const char *cp_reader_errmsg(const cp_reader *r) { return r->ops->errmsg(r); }
 static inline void cp_reader_close(cp_reader *r)

@@ -195,6 +195,53 @@ static void url_escape(const char *s, char *out, size_t outlen)
     out[o] = 0;
 }
 
+/* A merged tree in a form independent of the order its calls were merged in (the method
+ * dictionary is in first-seen order, and cold calls are merged file by file): one line per
+ * node, "method texts of its path | its numbers", sorted. */
+static int line_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void canon_node(json_t *methods, json_t *n, cp_buf *path, char ***lines, size_t *nl)
+{
+    size_t at = path->len;
+    const char *m = json_string_value(json_array_get(methods, (size_t)json_integer_value(json_object_get(n, "method"))));
+    cp_buf_printf(path, "/%s", at ? (m ? m : "?") : "<root>");
+    char *line = NULL;
+    if (asprintf(&line, "%.*s|%lld|%lld|%lld|%lld|%lld", (int)path->len, (const char *)path->data,
+                 (long long)json_integer_value(json_object_get(n, "total")), (long long)json_integer_value(json_object_get(n, "self")),
+                 (long long)json_integer_value(json_object_get(n, "suspension")),
+                 (long long)json_integer_value(json_object_get(n, "invocations")),
+                 (long long)json_integer_value(json_object_get(n, "calls"))) < 0)
+        fail_msg("out of memory");
+    *lines = realloc(*lines, (*nl + 1) * sizeof **lines);
+    (*lines)[(*nl)++] = line;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(n, "children"), i, c) canon_node(methods, c, path, lines, nl);
+    path->len = at;
+}
+
+static char *canon_tree(json_t *t)
+{
+    cp_buf path, out;
+    cp_buf_init(&path);
+    cp_buf_init(&out);
+    char **lines = NULL;
+    size_t nl = 0;
+    canon_node(json_object_get(t, "methods"), json_object_get(t, "root"), &path, &lines, &nl);
+    qsort(lines, nl, sizeof *lines, line_cmp);
+    for (size_t i = 0; i < nl; i++) {
+        cp_buf_printf(&out, "%s\n", lines[i]);
+        free(lines[i]);
+    }
+    free(lines);
+    char *info = json_dumps(json_object_get(t, "profile"), JSON_COMPACT | JSON_SORT_KEYS);
+    cp_buf_printf(&out, "%s", info ? info : "?");
+    free(info);
+    cp_buf_putc(&out, 0);
+    cp_buf_free(&path);
+    return (char *)out.data;
+}
+
 static void record(const env *e, const char *q, answers *a)
 {
     for (size_t i = 0; i < a->n; i++) free(a->text[i]);
@@ -228,6 +275,11 @@ static void record(const env *e, const char *q, answers *a)
     j = get_json(e, path);
     strip_work(j);
     a->text[a->n++] = json_dumps(j, JSON_COMPACT);
+    /* the aggregate profile of every call (cold calls are read file by file) */
+    snprintf(path, sizeof path, "/api/v1/profile?from=%lld&to=%lld", FROM_MS, TO_MS);
+    json_decref(j);
+    j = get_json(e, path);
+    a->text[a->n++] = canon_tree(j);
     /* every call, its tree and its trace bytes */
     snprintf(path, sizeof path, "/api/v1/calls?from=%lld&to=%lld&limit=1000", FROM_MS, TO_MS);
     json_decref(j);

@@ -45,20 +45,20 @@ static int got_word(void *ud, int32_t id, const char *text, size_t len)
     return cp_buf_append(&f->words, text, len) != CP_OK;
 }
 
-int cp_reader_fetch(cp_reader *r, const cp_call_ref *ref, cp_fetched *f, char *err, size_t errlen)
+static void fetched_reset(cp_fetched *f)
 {
     cp_blob_free(f->blob);
     f->blob = NULL;
     f->found = 0;
     f->nw = 0;
     cp_buf_reset(&f->words);
-    fetch_ctx x = {f, CP_OK};
-    int st = cp_reader_get(r, ref, 1, got_call, &x);
-    if (st == CP_ENOTFOUND) return CP_OK;
-    if (st < 0) return st;
-    if (x.status != CP_OK) return x.status;
+}
+
+/* The found call's trace opened, with the pod's dictionary words it uses attached. */
+static int open_trace(cp_reader *r, cp_fetched *f, char *err, size_t errlen)
+{
     if (!f->found || !f->call.trace) return CP_OK;
-    st = cp_blob_open(f->call.trace, f->call.trace_len, &f->blob, err, errlen);
+    int st = cp_blob_open(f->call.trace, f->call.trace_len, &f->blob, err, errlen);
     if (st != CP_OK || f->blob->nwords) return st;
     int32_t *ids = NULL;
     size_t nids = 0;
@@ -71,4 +71,79 @@ int cp_reader_fetch(cp_reader *r, const cp_call_ref *ref, cp_fetched *f, char *e
     if (st != CP_OK) return st;
     for (size_t i = 0; i < f->nw; i++) f->w[i].text = (const char *)f->words.data + (uintptr_t)f->w[i].text;
     return f->nw ? cp_blob_attach_words(f->blob, f->w, f->nw) : CP_OK;
+}
+
+int cp_reader_fetch(cp_reader *r, const cp_call_ref *ref, cp_fetched *f, char *err, size_t errlen)
+{
+    fetched_reset(f);
+    fetch_ctx x = {f, CP_OK};
+    int st = cp_reader_get(r, ref, 1, got_call, &x);
+    if (st == CP_ENOTFOUND) return CP_OK;
+    if (st < 0) return st;
+    if (x.status != CP_OK) return x.status;
+    return open_trace(r, f, err, errlen);
+}
+
+/* ---- many at once ---------------------------------------------------------------------- */
+
+typedef struct one_ctx {
+    int (*fn)(void *ud, size_t i, const cp_call *c);
+    void *ud;
+    size_t i;
+} one_ctx;
+
+static int one_call(void *ud, const cp_call *c)
+{
+    one_ctx *x = ud;
+    return x->fn(x->ud, x->i, c);
+}
+
+int cp_reader_get_many(cp_reader *r, const cp_call_ref *refs, size_t n, int with_trace,
+                       int (*fn)(void *ud, size_t i, const cp_call *c), void *ud)
+{
+    if (r->ops->get_many) return r->ops->get_many(r, refs, n, with_trace, fn, ud);
+    for (size_t i = 0; i < n; i++) {
+        one_ctx x = {fn, ud, i};
+        int st = cp_reader_get(r, &refs[i], with_trace, one_call, &x);
+        if (st == CP_ENOTFOUND) continue;
+        if (st < 0) return st;
+        if (st) return CP_EABORT; /* fn's nonzero return */
+    }
+    return CP_OK;
+}
+
+typedef struct many_ctx {
+    cp_reader *r;
+    cp_fetched *f;
+    int (*fn)(void *ud, size_t i, cp_fetched *f);
+    void *ud;
+    char *err;
+    size_t errlen;
+    int status;                         /* a failure of ours (not fn's stop) */
+} many_ctx;
+
+static int many_call(void *ud, size_t i, const cp_call *c)
+{
+    many_ctx *x = ud;
+    fetched_reset(x->f);
+    x->f->found = 1;
+    int st = cp_call_copy(c, &x->f->call, &x->f->mem);
+    if (st == CP_OK) st = open_trace(x->r, x->f, x->err, x->errlen);
+    if (st != CP_OK) {
+        x->status = st;
+        return 1;
+    }
+    return x->fn(x->ud, i, x->f);
+}
+
+int cp_reader_fetch_many(cp_reader *r, const cp_call_ref *refs, size_t n,
+                         int (*fn)(void *ud, size_t i, cp_fetched *f), void *ud, char *err, size_t errlen)
+{
+    cp_fetched f;
+    cp_fetched_init(&f);
+    many_ctx x = {r, &f, fn, ud, err, errlen, CP_OK};
+    int st = cp_reader_get_many(r, refs, n, 1, many_call, &x);
+    cp_fetched_free(&f);
+    if (x.status != CP_OK) return x.status;
+    return st;
 }
