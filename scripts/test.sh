@@ -152,6 +152,27 @@ run_step ctest-asan ctest asan_suite
 section "3/3 fuzz: every libFuzzer target, ${FUZZ_SECONDS:-10} s each (scripts/fuzz.sh)"
 run_step fuzz fuzz "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-10}"
 
+# The failed tests' own words, near the end of the output (where a truncated log still
+# shows them): from ctest's LastTest.log, each failed test's error lines, at most 30.
+failure_digest() {
+    local dir=$1 list=$1/Testing/Temporary/LastTestsFailed.log log=$1/Testing/Temporary/LastTest.log name
+    [[ -s $list && -f $log ]] || return 0
+    while IFS= read -r line; do
+        name=${line#*:}
+        echo "---- $dir: $name"
+        awk -v n="$name" '
+            $0 ~ "^[0-9]+/[0-9]+ Testing: " && index($0, n) { on = 1; next }
+            on && $0 ~ ("^\"" ) && index($0, "end time") { on = 0 }
+            on && /ERROR|FAIL|[Ff]ailure|error:|assert|server_fail|exited|acknowledged|peak RSS|over the|never/ { print }
+        ' "$log" | tail -n 30
+    done <"$list"
+}
+if ((failed > 0)) && [[ -s build/Testing/Temporary/LastTestsFailed.log || -s build-asan/Testing/Temporary/LastTestsFailed.log ]]; then
+    section "failed tests (their error lines)"
+    failure_digest build
+    failure_digest build-asan
+fi
+
 section "result"
 any_fail=0
 for i in "${!step_names[@]}"; do
