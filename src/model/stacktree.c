@@ -13,6 +13,7 @@
  * the tree is written, without recursion.
  */
 #include "model/cp_stacktree.h"
+#include "common/cp_strtab.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,13 +42,6 @@ static int fail(char *err, size_t errlen, int st, const char *fmt, ...)
     return st;
 }
 
-static uint64_t hash_bytes(const char *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 0x100000001b3ULL;
-    return cp_mix64(h ^ n);
-}
-
 static int64_t sat_add(int64_t a, int64_t b)
 {
     return a > INT64_MAX - b ? INT64_MAX : a + b; /* b >= 0 everywhere here */
@@ -63,102 +57,6 @@ static size_t utf8_cut(const char *p, size_t n, size_t max)
     return k;
 }
 
-/* ---- interned frame texts ------------------------------------------------------------- */
-
-typedef struct strtab {
-    cp_buf text;
-    size_t *off, *len;
-    uint64_t *hash;
-    size_t n, cap;
-    uint32_t *slot;  /* index + 1, 0 = empty */
-    size_t nslot;    /* power of two, at most half full */
-} strtab;
-
-static void strtab_free(strtab *s)
-{
-    cp_buf_free(&s->text);
-    free(s->off);
-    free(s->len);
-    free(s->hash);
-    free(s->slot);
-    memset(s, 0, sizeof *s);
-}
-
-static const char *strtab_get(const strtab *s, uint32_t i, size_t *len)
-{
-    *len = s->len[i];
-    return s->len[i] ? (const char *)s->text.data + s->off[i] : "";
-}
-
-static int strtab_rehash(strtab *s)
-{
-    size_t nslot = s->nslot ? s->nslot * 2 : 64;
-    uint32_t *slot = calloc(nslot, sizeof *slot);
-    if (!slot) return CP_ENOMEM;
-    for (size_t i = 0; i < s->n; i++) {
-        size_t j = s->hash[i] & (nslot - 1);
-        while (slot[j]) j = (j + 1) & (nslot - 1);
-        slot[j] = (uint32_t)i + 1;
-    }
-    free(s->slot);
-    s->slot = slot;
-    s->nslot = nslot;
-    return CP_OK;
-}
-
-/* The slot holding text p[0..n) (hash h), or the empty slot where it would go. */
-static size_t strtab_slot(const strtab *s, const char *p, size_t n, uint64_t h)
-{
-    size_t mask = s->nslot - 1, i = h & mask;
-    for (;; i = (i + 1) & mask) {
-        uint32_t v = s->slot[i];
-        if (!v) return i;
-        v--;
-        if (s->hash[v] == h && s->len[v] == n && (n == 0 || memcmp(s->text.data + s->off[v], p, n) == 0)) return i;
-    }
-}
-
-/* The index of an interned text, or NONE. */
-static uint32_t strtab_find(const strtab *s, const char *p, size_t n)
-{
-    if (!s->nslot) return NONE;
-    uint32_t v = s->slot[strtab_slot(s, p, n, hash_bytes(p, n))];
-    return v ? v - 1 : NONE;
-}
-
-/* off, len and hash grow together. */
-static int strtab_reserve(strtab *s)
-{
-    if (s->n < s->cap) return CP_OK;
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    size_t *off = realloc(s->off, cap * sizeof *off);
-    if (off) s->off = off;
-    size_t *len = off ? realloc(s->len, cap * sizeof *len) : NULL;
-    if (len) s->len = len;
-    uint64_t *hash = len ? realloc(s->hash, cap * sizeof *hash) : NULL;
-    if (!hash) return CP_ENOMEM;
-    s->hash = hash;
-    s->cap = cap;
-    return CP_OK;
-}
-
-static int strtab_intern(strtab *s, const char *p, size_t n, uint32_t *idx)
-{
-    if ((s->n + 1) * 2 > s->nslot && strtab_rehash(s) != CP_OK) return CP_ENOMEM;
-    uint64_t h = hash_bytes(p, n);
-    size_t at = strtab_slot(s, p, n, h);
-    if (s->slot[at]) {
-        *idx = s->slot[at] - 1;
-        return CP_OK;
-    }
-    if (strtab_reserve(s) != CP_OK || cp_buf_append(&s->text, p, n) != CP_OK) return CP_ENOMEM;
-    s->off[s->n] = s->text.len - n;
-    s->len[s->n] = n;
-    s->hash[s->n] = h;
-    s->slot[at] = (uint32_t)s->n + 1;
-    *idx = (uint32_t)s->n++;
-    return CP_OK;
-}
 
 /* ---- the tree ------------------------------------------------------------------------- */
 
@@ -169,7 +67,7 @@ typedef struct snode {
 
 struct cp_stacktree {
     cp_stacktree_limits lim;
-    strtab frames;
+    cp_strtab frames;
     snode *nodes;                /* node 0: the synthetic root */
     size_t nnodes, capnodes;
     uint32_t *nslot;             /* node index, 0 = empty (the root is never a child) */
@@ -202,7 +100,7 @@ cp_stacktree *cp_stacktree_new(const cp_stacktree_limits *l)
 void cp_stacktree_free(cp_stacktree *t)
 {
     if (!t) return;
-    strtab_free(&t->frames);
+    cp_strtab_free(&t->frames);
     free(t->nodes);
     free(t->nslot);
     free(t->path);
@@ -296,7 +194,7 @@ static void stack_cost(const cp_stacktree *t, const cp_stack_frame *f, size_t n,
     for (; i < n; i++) {
         size_t len;
         const char *p = frame_text(t, &f[i], &len);
-        uint32_t fr = strtab_find(&t->frames, p, len);
+        uint32_t fr = cp_strtab_find(&t->frames, p, len);
         if (fr == NONE) break;
         uint32_t c = node_find(t, at, fr);
         if (c == NONE) break;
@@ -306,7 +204,7 @@ static void stack_cost(const cp_stacktree *t, const cp_stack_frame *f, size_t n,
     for (size_t k = i; k < n; k++) {
         size_t len;
         const char *p = frame_text(t, &f[k], &len);
-        if (strtab_find(&t->frames, p, len) == NONE) *new_text += len;
+        if (cp_strtab_find(&t->frames, p, len) == NONE) *new_text += len;
     }
 }
 
@@ -339,7 +237,7 @@ int cp_stacktree_add(cp_stacktree *t, const cp_stack_frame *frames, size_t n, in
         uint32_t fr;
         size_t len;
         const char *p = frame_text(t, &frames[i], &len);
-        if (strtab_intern(&t->frames, p, len, &fr) != CP_OK || node_child(t, at, fr, &at) != CP_OK)
+        if (cp_strtab_intern(&t->frames, p, len, &fr) != CP_OK || node_child(t, at, fr, &at) != CP_OK)
             return fail(err, errlen, CP_ENOMEM, "out of memory");
         t->path[i + 1] = at;
     }
@@ -442,7 +340,7 @@ static int order_children(const cp_stacktree *t, layout *d)
             key->self = x->self;
             key->inv = x->inv;
             key->invcalls = sat_add(x->inv, d->calls[c]);
-            key->text = strtab_get(&t->frames, x->frame, &key->len);
+            key->text = cp_strtab_get(&t->frames, x->frame, &key->len);
             key->node = c;
         }
         size_t cnt = k - d->kstart[i];
@@ -512,7 +410,7 @@ static int put_methods(const cp_stacktree *t, const char *label, cp_buf *out)
     int st = cp_buf_putc(out, '[');
     for (size_t i = 0; i < t->frames.n && st == CP_OK; i++) {
         size_t len;
-        const char *p = strtab_get(&t->frames, (uint32_t)i, &len);
+        const char *p = cp_strtab_get(&t->frames, (uint32_t)i, &len);
         if (i) st = cp_buf_putc(out, ',');
         st = st ? st : cp_json_str(out, p, len);
     }

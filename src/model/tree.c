@@ -14,6 +14,7 @@
  * is written (cp_tree_json), without recursion: a trace may nest a million levels deep.
  */
 #include "cp_tree.h"
+#include "common/cp_strtab.h"
 #include "streams/cp_streams.h"
 
 #include <inttypes.h>
@@ -76,94 +77,6 @@ static size_t utf8_prefix(const char *p, size_t n, size_t chars)
     return n;
 }
 
-/* ---- interned strings (methods, param names) ------------------------------------------ */
-
-typedef struct strtab {
-    cp_buf text;
-    size_t *off, *len;
-    uint64_t *hash;
-    size_t n, cap;
-    uint32_t *slot; /* index + 1, 0 = empty */
-    size_t nslot;   /* power of two */
-} strtab;
-
-static void strtab_free(strtab *s)
-{
-    cp_buf_free(&s->text);
-    free(s->off);
-    free(s->len);
-    free(s->hash);
-    free(s->slot);
-    memset(s, 0, sizeof *s);
-}
-
-static const char *strtab_get(const strtab *s, uint32_t i, size_t *len)
-{
-    *len = s->len[i];
-    return s->len[i] ? (const char *)s->text.data + s->off[i] : "";
-}
-
-static int strtab_rehash(strtab *s)
-{
-    size_t nslot = s->nslot ? s->nslot * 2 : 64;
-    uint32_t *slot = calloc(nslot, sizeof *slot);
-    if (!slot) return CP_ENOMEM;
-    for (size_t i = 0; i < s->n; i++) {
-        size_t j = s->hash[i] & (nslot - 1);
-        while (slot[j]) j = (j + 1) & (nslot - 1);
-        slot[j] = (uint32_t)i + 1;
-    }
-    free(s->slot);
-    s->slot = slot;
-    s->nslot = nslot;
-    return CP_OK;
-}
-
-/* off, len and hash grow together. */
-static int strtab_reserve(strtab *s)
-{
-    if (s->n < s->cap) return CP_OK;
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    size_t *off = realloc(s->off, cap * sizeof *off);
-    if (off) s->off = off;
-    size_t *len = off ? realloc(s->len, cap * sizeof *len) : NULL;
-    if (len) s->len = len;
-    uint64_t *hash = len ? realloc(s->hash, cap * sizeof *hash) : NULL;
-    if (!hash) return CP_ENOMEM;
-    s->hash = hash;
-    s->cap = cap;
-    return CP_OK;
-}
-
-static int strtab_add(strtab *s, const char *p, size_t n, uint64_t h, size_t at, uint32_t *idx)
-{
-    if (s->n >= MAX_INDEX) return CP_ELIMIT;
-    if (strtab_reserve(s) != CP_OK) return CP_ENOMEM;
-    s->off[s->n] = s->text.len;
-    if (cp_buf_append(&s->text, p, n) != CP_OK) return CP_ENOMEM;
-    s->len[s->n] = n;
-    s->hash[s->n] = h;
-    s->slot[at] = (uint32_t)s->n + 1;
-    *idx = (uint32_t)s->n++;
-    return CP_OK;
-}
-
-static int strtab_intern(strtab *s, const char *p, size_t n, uint32_t *idx)
-{
-    if ((s->n + 1) * 2 > s->nslot && strtab_rehash(s) != CP_OK) return CP_ENOMEM;
-    uint64_t h = hash_bytes(p, n);
-    size_t mask = s->nslot - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-        uint32_t v = s->slot[i];
-        if (!v) return strtab_add(s, p, n, h, i, idx);
-        v--;
-        if (s->hash[v] == h && s->len[v] == n && (n == 0 || memcmp(s->text.data + s->off[v], p, n) == 0)) {
-            *idx = v;
-            return CP_OK;
-        }
-    }
-}
-
 /* ---- tree structures ---------------------------------------------------------------- */
 
 typedef struct tnode {
@@ -218,7 +131,7 @@ typedef struct tree_want {
 
 struct cp_tree {
     cp_tree_limits lim;
-    strtab methods, params;
+    cp_strtab methods, params;
     uint32_t p_binds, p_call_info; /* param indexes of "binds" and "call.info" (NONE: not seen) */
 
     tnode *nodes;
@@ -272,8 +185,8 @@ cp_tree *cp_tree_new(const cp_tree_limits *l)
 void cp_tree_free(cp_tree *t)
 {
     if (!t) return;
-    strtab_free(&t->methods);
-    strtab_free(&t->params);
+    cp_strtab_free(&t->methods);
+    cp_strtab_free(&t->params);
     for (size_t i = 1; i < t->ngroups; i++) {
         if (t->groups[i].vtext != t->groups[i].ktext) free(t->groups[i].vtext);
         free(t->groups[i].ktext);
@@ -794,7 +707,7 @@ static int walk_fail(walk *w, int st, const char *fmt, ...)
 static int intern_word(walk *w, int32_t id, int is_param, uint32_t *out)
 {
     cp_tree *t = w->t;
-    strtab *tab = is_param ? &t->params : &t->methods;
+    cp_strtab *tab = is_param ? &t->params : &t->methods;
     uint32_t *cache = is_param ? w->pcache : w->mcache;
     const cp_blob_word *wd = cp_blob_find_word(w->b, id);
     size_t wi = wd ? (size_t)(wd - w->b->words) : 0;
@@ -804,17 +717,17 @@ static int intern_word(walk *w, int32_t id, int is_param, uint32_t *out)
     }
     int st;
     if (wd) {
-        st = strtab_intern(tab, wd->text, wd->len, out);
+        st = cp_strtab_intern(tab, wd->text, wd->len, out);
     } else {
         char name[16];
         int n = snprintf(name, sizeof name, "#%d", (int)id);
-        st = strtab_intern(tab, name, (size_t)n, out);
+        st = cp_strtab_intern(tab, name, (size_t)n, out);
     }
     if (st != CP_OK) return st;
     if (wd) cache[wi] = *out;
     if (is_param) { /* the two names the tree treats specially */
         size_t len;
-        const char *s = strtab_get(tab, *out, &len);
+        const char *s = cp_strtab_get(tab, *out, &len);
         if (len == 5 && memcmp(s, "binds", 5) == 0) t->p_binds = *out;
         if (len == 9 && memcmp(s, "call.info", 9) == 0) t->p_call_info = *out;
     }
@@ -974,7 +887,7 @@ static int want_offer(cp_tree *t, uint32_t param, const tval *v)
 {
     tree_want *x = &t->want;
     size_t plen;
-    const char *name = strtab_get(&t->params, param, &plen);
+    const char *name = cp_strtab_get(&t->params, param, &plen);
     if (plen != x->plen || (plen && memcmp(name, x->param, plen) != 0)) return CP_OK;
     x->len = v->len;
     if (v->len > x->max_bytes) { /* its length is all the caller gets: the 413 says it */
@@ -1309,7 +1222,7 @@ static void fill_key(const cp_tree *t, const derived *d, uint32_t c, child_key *
     k->ssusp = (int64_t)((uint64_t)n->susp - (uint64_t)d->csusp[c]);
     k->inv = n->inv;
     k->invcalls = cp_add_wrap64(n->inv, d->calls[c]);
-    k->m = strtab_get(&t->methods, n->method, &k->mlen);
+    k->m = cp_strtab_get(&t->methods, n->method, &k->mlen);
     k->node = c;
 }
 
@@ -1389,7 +1302,7 @@ static int sorted_groups(const cp_tree *t, uint32_t ci, group_key **out, size_t 
     if (!k) return CP_ENOMEM;
     for (size_t i = 0; i < c->n; i++) {
         const tgroup *g = &t->groups[c->g[i]];
-        k[i].pname = strtab_get(&t->params, g->param, &k[i].plen);
+        k[i].pname = cp_strtab_get(&t->params, g->param, &k[i].plen);
         k[i].other = g->type == KEY_OTHER;
         k[i].dur = g->dur;
         k[i].count = g->count;
@@ -1525,12 +1438,12 @@ static int put_tree(const cp_tree *t, const derived *d, cp_buf *out, uint32_t ro
     return st;
 }
 
-static int put_strtab(cp_buf *out, const strtab *s, const char *extra)
+static int put_strtab(cp_buf *out, const cp_strtab *s, const char *extra)
 {
     int st = cp_buf_putc(out, '[');
     for (size_t i = 0; i < s->n && st == CP_OK; i++) {
         size_t len;
-        const char *p = strtab_get(s, (uint32_t)i, &len);
+        const char *p = cp_strtab_get(s, (uint32_t)i, &len);
         if (i) st = cp_buf_putc(out, ',');
         st = st ? st : cp_json_str(out, p, len);
     }

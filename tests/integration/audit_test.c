@@ -18,6 +18,7 @@
  *
  * CP_TEST_BOTH_PAIRS: SQLite + directory, and PostgreSQL + S3 as audit_test@pg-s3.
  */
+#include "auth_util.h"
 #include "http_util.h"
 #include "pair_util.h"
 #include "server_util.h"
@@ -58,26 +59,6 @@ static env E;
 
 /* ---- setup ---------------------------------------------------------------------------------- */
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
-
-static void hash_line(cp_buf *out, const char *user, const char *password)
-{
-    char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-    assert_non_null(crypt_gensalt_rn("$2b$", 4, NULL, 0, salt, sizeof salt));
-    struct crypt_data *cd = calloc(1, sizeof *cd);
-    assert_non_null(cd);
-    const char *h = crypt_r(password, salt, cd);
-    assert_non_null(h);
-    cp_buf_printf(out, "%s:%s\n", user, h);
-    free(cd);
-}
-
 static const char *password_of(const char *user)
 {
     for (size_t i = 0; i < NUSERS; i++)
@@ -110,14 +91,14 @@ static int setup(void **state)
     snprintf(E.token, sizeof E.token, "%s/token", E.dir);
     cp_buf u;
     cp_buf_init(&u);
-    for (size_t i = 0; i < NUSERS; i++) hash_line(&u, users[i][0], users[i][1]);
+    for (size_t i = 0; i < NUSERS; i++) auth_hash_line(&u, users[i][0], users[i][1]);
     cp_buf_putc(&u, 0);
-    write_text(E.users, (const char *)u.data);
+    auth_write_text(E.users, (const char *)u.data);
     cp_buf_free(&u);
     /* no rule names a role: root sees everything through its group, shopadm only shop */
-    write_text(E.groups, "admin: root shopadm\nviewer: viv\noperator: oscar\neverything: root viv oscar\n"
+    auth_write_text(E.groups, "admin: root shopadm\nviewer: viv\noperator: oscar\neverything: root viv oscar\n"
                          "team-shop: shopadm\n");
-    write_text(E.token, TOKEN "\n");
+    auth_write_text(E.token, TOKEN "\n");
     size_t n = 0;
     for (const char *const *pf = test_pair_flags(E.catalog, E.store); *pf; pf++) E.args[n++] = *pf;
     const char *extra[] = {"--auth", "basic", "--auth-users", E.users, "--auth-groups", E.groups,

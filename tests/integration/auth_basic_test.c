@@ -42,7 +42,7 @@ static void make_hash(const char *prefix, const char *password, char *out, size_
     free(cd);
 }
 
-static void write_text(const char *path, const char *text)
+static void write_atomic(const char *path, const char *text)
 {
     char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -60,7 +60,7 @@ static void write_users(env *e, const char *const *lines)
         strncat(text, *lines, sizeof text - strlen(text) - 2);
         strcat(text, "\n");
     }
-    write_text(e->users, text);
+    write_atomic(e->users, text);
 }
 
 static void env_start(env *e, const char *tag, const char *const *users, const char *groups)
@@ -69,7 +69,7 @@ static void env_start(env *e, const char *tag, const char *const *users, const c
     snprintf(e->users, sizeof e->users, "%s/htpasswd", e->dir);
     snprintf(e->groups, sizeof e->groups, "%s/groups", e->dir);
     write_users(e, users);
-    write_text(e->groups, groups);
+    write_atomic(e->groups, groups);
     const char *args[] = {"--auth", "basic", "--auth-users", e->users, "--auth-groups", e->groups, NULL};
     server_start(&e->s, tag, args);
 }
@@ -251,7 +251,7 @@ static void test_login(void **state)
     snprintf(l3, sizeof l3, "dave:%s", dave);
     const char *changed[] = {l0, lines[1], lines[2], l3, NULL};
     write_users(&e, changed);
-    write_text(e.groups, "viewer: alice dave\noperator: bob\n");
+    write_atomic(e.groups, "viewer: alice dave\noperator: bob\n");
     sleep_ms(1500); /* the files are looked at once a second: fewer failed attempts below */
     wait_status(&e, "/api/v1/services", "dave", "dave-pw", 200);
     wait_status(&e, "/api/v1/services", "alice", "alice-new", 200);

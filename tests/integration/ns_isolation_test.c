@@ -13,6 +13,7 @@
  *
  * CP_TEST_BOTH_PAIRS: SQLite + directory, and PostgreSQL + S3 (pair_util.h).
  */
+#include "auth_util.h"
 #include "http_util.h"
 #include "pair_util.h"
 #include "server_util.h"
@@ -43,44 +44,9 @@ static env E;
 
 /* ---- setup ------------------------------------------------------------------------------------ */
 
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
-
-static void hash_line(cp_buf *out, const char *user, const char *password)
-{
-    char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-    assert_non_null(crypt_gensalt_rn("$2b$", 4, NULL, 0, salt, sizeof salt));
-    struct crypt_data *cd = calloc(1, sizeof *cd);
-    assert_non_null(cd);
-    const char *h = crypt_r(password, salt, cd);
-    assert_non_null(h);
-    cp_buf_printf(out, "%s:%s\n", user, h);
-    free(cd);
-}
-
 /* "Authorization: Basic ..." for user (password = user + "-pw"); "" for none; the token
  * for "token". */
-static void auth_line(const char *user, char *out, size_t outlen)
-{
-    if (!user) {
-        out[0] = 0;
-        return;
-    }
-    if (!strcmp(user, "token")) {
-        snprintf(out, outlen, "Authorization: Bearer " TOKEN "\r\n");
-        return;
-    }
-    char plain[256];
-    int n = snprintf(plain, sizeof plain, "%s:%s-pw", user, user);
-    unsigned char b64[400];
-    EVP_EncodeBlock(b64, (const unsigned char *)plain, n);
-    snprintf(out, outlen, "Authorization: Basic %s\r\n", b64);
-}
+static void auth_line(const char *user, char *out, size_t outlen) { auth_header(user, TOKEN, out, outlen); }
 
 static int req(const char *user, const char *method, const char *path, const char *ctype, const void *p, size_t n,
                cp_buf *body)
@@ -192,15 +158,15 @@ static int setup(void **state)
     snprintf(E.token, sizeof E.token, "%s/token", E.dir);
     cp_buf u;
     cp_buf_init(&u);
-    hash_line(&u, "alice", "alice-pw"); /* viewer of ns-a */
-    hash_line(&u, "oscar", "oscar-pw"); /* operator of ns-a */
-    hash_line(&u, "bob", "bob-pw");     /* viewer of ns-b */
-    hash_line(&u, "root", "root-pw");   /* admin, every namespace */
+    auth_hash_line(&u, "alice", "alice-pw"); /* viewer of ns-a */
+    auth_hash_line(&u, "oscar", "oscar-pw"); /* operator of ns-a */
+    auth_hash_line(&u, "bob", "bob-pw");     /* viewer of ns-b */
+    auth_hash_line(&u, "root", "root-pw");   /* admin, every namespace */
     cp_buf_putc(&u, 0);
-    write_text(E.users, (const char *)u.data);
+    auth_write_text(E.users, (const char *)u.data);
     cp_buf_free(&u);
-    write_text(E.groups, "viewer: alice bob\noperator: oscar\nadmin: root\nteam-a: alice oscar\nteam-b: bob\n");
-    write_text(E.token, TOKEN "\n");
+    auth_write_text(E.groups, "viewer: alice bob\noperator: oscar\nadmin: root\nteam-a: alice oscar\nteam-b: bob\n");
+    auth_write_text(E.token, TOKEN "\n");
     size_t n = 0;
     for (const char *const *pf = test_pair_flags(E.catalog, E.store); *pf; pf++) E.args[n++] = *pf;
     const char *extra[] = {"--max-query-span", "400", "--auth", "basic", "--auth-users", E.users, "--auth-groups",
