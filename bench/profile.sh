@@ -15,17 +15,20 @@
 # --cold: after the fill, `cloudprof compact --until <an hour ahead>` moves every call into
 # Parquet files of the cold tier (local directory) before anything is timed, so both the
 # profile and the trees read Parquet.
+# --ui: also the time to the first flame graph of the same profile in the web UI
+# (bench/profile_ui.mjs: headless chromium, /profile?…&view=flame, from the navigation to
+# the first frames on screen; needs a build with the UI embedded and tests/tools' npm).
 # --baseline-sample N: time the trees of N of the calls only (evenly spread over them) and
 # scale the time to all of them (for 100 000 cold trees, whose one-by-one reading takes
 # minutes); the output says so.
 #
 # usage: bench/profile.sh [--agents N] [--calls N] [--profile-calls N] [--runs K] [--cold]
-#                         [--baseline-sample N] [--build DIR] [--no-build] [--json] [--keep]
+#                         [--baseline-sample N] [--ui] [--build DIR] [--no-build] [--json] [--keep]
 # Exit status: 0 when every request answered 200.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-agents=20 calls=600 pcalls=10000 runs=3 build=$root/build-bench do_build=1 json=0 keep=0 cold=0 sample=0
+agents=20 calls=600 pcalls=10000 runs=3 build=$root/build-bench do_build=1 json=0 keep=0 cold=0 sample=0 ui=0
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'; }
 need() { (($# >= 2)) || { echo "profile: $1 needs a value" >&2; exit 2; }; }
 while (($#)); do
@@ -35,6 +38,7 @@ while (($#)); do
     --profile-calls) need "$@"; pcalls=$2; shift ;;
     --runs) need "$@"; runs=$2; shift ;;
     --cold) cold=1 ;;
+    --ui) ui=1 ;;
     --baseline-sample) need "$@"; sample=$2; shift ;;
     --build) need "$@"; build=$2; shift ;;
     --no-build) do_build=0 ;;
@@ -140,6 +144,13 @@ for ((r = 0; r < runs; r++)); do
     [[ $codes =~ ^\ *$nurls\ 200\ $ ]] || { echo "profile: the trees answered: $codes" >&2; exit 1; }
     b_times+=("$(echo "($e - $s) * $scale" | bc)")
 done
+ui_ms=null
+if ((ui)); then
+    ui_json=$(NODE_PATH=$root/tests/tools/node_modules node "$root/bench/profile_ui.mjs" "http://127.0.0.1:$http" \
+        "$win&duration=%3E%3D0ms&max_calls=$pcalls" "$runs") || { echo "profile: the UI timing failed" >&2; exit 1; }
+    ui_ms=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["median_ms"])' "$ui_json")
+    log "profile: first flame paint in the UI: $ui_json"
+fi
 pt=$(printf '%s\n' "${p_times[@]}" | median)
 bt=$(printf '%s\n' "${b_times[@]}" | median)
 read -r merged nodes bytes < <(python3 -c '
@@ -148,9 +159,9 @@ d=json.load(open(sys.argv[1])); print(d["profile"]["merged"], d["nodes"], os.pat
 ratio=$(echo "scale=3; $pt / $bt" | bc)
 machine=$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)
 if ((json)); then
-    printf '{"bench":"profile","machine":"%s","cores":%d,"date":"%s","commit":"%s","calls_stored":%d,"tier":"%s","profile_calls":%d,"merged":%d,"nodes":%d,"bytes":%d,"profile_s":%s,"trees":%d,"trees_timed":%d,"trees_s":%s,"ratio":%s}\n' \
+    printf '{"bench":"profile","machine":"%s","cores":%d,"date":"%s","commit":"%s","calls_stored":%d,"tier":"%s","profile_calls":%d,"merged":%d,"nodes":%d,"bytes":%d,"profile_s":%s,"trees":%d,"trees_timed":%d,"trees_s":%s,"ratio":%s,"ui_first_flame_ms":%s}\n' \
         "$machine" "$(nproc)" "$(date -u '+%F %T UTC')" "$(git -C "$root" rev-parse --short HEAD)" "$total" "$( ((cold)) && echo cold || echo hot)" "$pcalls" \
-        "$merged" "$nodes" "$bytes" "$pt" "$ntrees" "$nurls" "$bt" "$ratio"
+        "$merged" "$nodes" "$bytes" "$pt" "$ntrees" "$nurls" "$bt" "$ratio" "$ui_ms"
 else
     echo "machine: $machine, $(nproc) cores; commit $(git -C "$root" rev-parse --short HEAD)"
     echo "stored: $total calls; profile of $pcalls: $merged merged, $nodes nodes, $bytes bytes"
@@ -158,4 +169,5 @@ else
     echo "tier:     $( ((cold)) && echo 'cold (Parquet)' || echo hot)"
     echo "baseline: $bt s for $ntrees trees one by one (median of $runs; $nurls timed)"
     echo "ratio:    $ratio"
+    if ((ui)); then echo "UI:       first flame paint $ui_ms ms (median of $runs, from the navigation)"; fi
 fi
