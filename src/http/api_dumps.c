@@ -365,9 +365,13 @@ void http_api_dump_delete(cp_http *h, const http_args *a, const char *id_text, h
 {
     int64_t id;
     cp_dump_meta m;
+    int have_meta = 0;
     if (http_check_args(a, NULL, o) || !has_dumps(h, o) || parse_id(id_text, &id, o)) return;
     /* another namespace's file: 404, as if it did not exist (auth.c) */
-    if (a->who && !a->who->p.all_namespaces && get_meta(h, a, id_text, &m, o)) return;
+    if (a->who && !a->who->p.all_namespaces) {
+        if (get_meta(h, a, id_text, &m, o)) return;
+        have_meta = 1;
+    }
     char err[512] = "";
     /* the audit entry is written in the deletion's transaction (cp_dumps.h) */
     cp_audit_entry au;
@@ -379,6 +383,8 @@ void http_api_dump_delete(cp_http *h, const http_args *a, const char *id_text, h
     else if (st != CP_OK) http_reader_error(o, st, "dump delete", err);
     else o->status = 204;
     if (audited && st != CP_OK) { /* the attempt that deleted nothing, best effort */
+        /* with its namespace when known: a namespace-limited admin sees the attempt */
+        if (have_meta) cp_audit_sets(au.ns, sizeof au.ns, m.ns);
         http_audit_outcome(&au, o->status);
         http_audit_record(h, &au);
     }

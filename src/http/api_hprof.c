@@ -64,7 +64,7 @@ struct http_hprof {
     cp_dump_meta meta;
     int zipped;
     char key[HPROF_KEY_MAX];
-    int state;                        /* written by the worker before it resumes the connection */
+    _Atomic int state;                /* written by the worker before it resumes the connection */
     char *text;                       /* the answer's JSON text (cached form), or NULL: */
     unsigned status;                  /* the error */
     char code[32];
@@ -488,11 +488,13 @@ void http_api_dump_hprof(cp_http *h, struct MHD_Connection *conn, const http_arg
                    cp_dump_kind_name(m.kind));
         return;
     }
+    /* the key names a file and a version of the dump: its sha256 when it has a whole one
+     * (64 hex digits), else its version number */
     char key[HPROF_KEY_MAX];
-    snprintf(key, sizeof key, "%lld-%.64s", (long long)m.id, m.sha256);
-    for (const char *p = m.sha256; *p; p++) /* the key names a file: hex only */
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) snprintf(key, sizeof key, "%lld-v%lld",
-                                                                               (long long)m.id, (long long)m.version);
+    int hex = strlen(m.sha256) == 64;
+    for (const char *p = m.sha256; hex && *p; p++) hex = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
+    if (hex) snprintf(key, sizeof key, "%lld-%.64s", (long long)m.id, m.sha256);
+    else snprintf(key, sizeof key, "%lld-v%lld", (long long)m.id, (long long)m.version);
     char *text = cache_get(h, key);
     if (text) {
         answer_text(o, &m, text, 1, top);

@@ -37,7 +37,8 @@ static cp_stacktree *new_tree(const cp_http *h, http_out *o)
 static void tree_error(http_out *o, int st, const char *err)
 {
     if (st == CP_ELIMIT) http_error(o, 413, "tree_too_large", "the tree is over its budget: %s", err);
-    else http_oom(o);
+    else if (st == CP_ENOMEM) http_oom(o);
+    else http_error(o, 503, "store_unavailable", "a thread dump cannot be read from the store: %s", err);
 }
 
 /* ---- GET /dumps/threads-profile ----------------------------------------------------------- */
@@ -148,22 +149,24 @@ typedef struct tp_run {
     int64_t first_ms, last_ms;
 } tp_run;
 
-/* Adds one file: CP_OK merged or skipped (unreadable, unparsable: counted), or a status
- * of the tree (CP_ELIMIT, CP_ENOMEM) with err set. */
+/* Adds one file: CP_OK merged or skipped (a file that does not parse, or whose stored bytes
+ * do not match its record: counted), or a status with err set: of the tree (CP_ELIMIT,
+ * CP_ENOMEM) or of the store that could not be read. */
 static int tp_add(cp_http *h, cp_stacktree *t, const cp_dump_meta *m, int idle, tp_run *r, char *err, size_t errlen)
 {
     uint8_t *p = NULL;
     size_t n = 0;
     cp_td *td = NULL;
-    if (cp_dumps_load(h->cfg->dumps, m, h->cfg->dump_parse_max, &p, &n, err, errlen) != CP_OK ||
-        cp_td_parse((const char *)p, n, &td, err, errlen) != CP_OK) {
+    int st = cp_dumps_load(h->cfg->dumps, m, h->cfg->dump_parse_max, &p, &n, err, errlen);
+    if (st == CP_ENOMEM || st == CP_EIO) return st; /* the store failed, not the file: out of memory / 503 */
+    if (st != CP_OK || cp_td_parse((const char *)p, n, &td, err, errlen) != CP_OK) {
         /* one bad file does not spoil a series: counted, the others still merge */
         free(p);
         r->unparsable++;
         return CP_OK;
     }
     free(p);
-    int st = cp_stacktree_add_td(t, td, idle, &r->st, err, errlen);
+    st = cp_stacktree_add_td(t, td, idle, &r->st, err, errlen);
     cp_td_free(td);
     if (st != CP_OK) return st;
     r->dumps++;

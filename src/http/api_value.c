@@ -129,12 +129,12 @@ static void find_in_call(cp_http *h, const value_req *q, const cp_blob *blob, ht
     int found = t ? cp_tree_find_value(t, &text, &len) : CP_ENOMEM;
     /* a value met before a budget ran out is still that value: answer it */
     if (found == CP_OK && (st == CP_OK || st == CP_ELIMIT)) answer_value(q, text, len, o);
-    else if (st == CP_ELIMIT) http_error(o, 413, "tree_too_large", "the tree is over its budget: %s", err);
-    else if (st == CP_ENOMEM) http_oom(o);
-    else if (st != CP_OK) http_error(o, 500, "corrupt_trace", "a stored trace cannot be read: %s", err);
     else if (found == CP_ELIMIT)
         http_error(o, 413, "value_too_large", "the value has %zu bytes, more than the %u this server answers", len,
                    VALUE_MAX_BYTES);
+    else if (st == CP_ELIMIT) http_error(o, 413, "tree_too_large", "the tree is over its budget: %s", err);
+    else if (st == CP_ENOMEM) http_oom(o);
+    else if (st != CP_OK) http_error(o, 500, "corrupt_trace", "a stored trace cannot be read: %s", err);
     else http_error(o, 404, "value_not_found", "the call has no value of this param with this key");
     cp_tree_free(t);
 }

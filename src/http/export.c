@@ -40,6 +40,7 @@ const http_xc http_export_cols[HTTP_XC_COUNT] = {
     [HTTP_XC_POD] = {"Pod", HTTP_XC_TEXT},
     [HTTP_XC_METHOD] = {"Method", HTTP_XC_TEXT},
     [HTTP_XC_THREAD] = {"Thread", HTTP_XC_TEXT},
+    [HTTP_XC_TITLE] = {"Title", HTTP_XC_TEXT},
     [HTTP_XC_PARAMS] = {"Params (JSON)", HTTP_XC_TEXT},
     [HTTP_XC_ID] = {"Id", HTTP_XC_TEXT},
 };
@@ -52,6 +53,7 @@ typedef struct http_export {
     cp_sort_key after;        /* key of the last exported row */
     int has_after;
     cp_buf out;               /* formatted bytes not yet handed to MHD */
+    cp_buf title;             /* the row's Title, built for each row */
     size_t off;               /* of out, already handed over */
     uint64_t rows, scanned;
     uint64_t max_rows;        /* 0 = no cap */
@@ -70,8 +72,8 @@ static void set_text(http_export_row *r, int col, const char *s, size_t n)
     r->len[col] = s ? n : 0;
 }
 
-/* The cells of a call. */
-static void row_of(const cp_call *c, http_export_row *r)
+/* The cells of a call (title: the buffer its Title is built in). CP_OK or CP_ENOMEM. */
+static int row_of(const cp_call *c, http_export_row *r, cp_buf *title)
 {
     memset(r->num, 0, sizeof r->num);
     r->num[HTTP_XC_START] = c->ts_ms;
@@ -93,20 +95,23 @@ static void row_of(const cp_call *c, http_export_row *r)
     set_text(r, HTTP_XC_POD, c->pod, c->pod_len);
     set_text(r, HTTP_XC_METHOD, c->method, c->method_len);
     set_text(r, HTTP_XC_THREAD, c->thread, c->thread_len);
+    if (http_call_title(c, title) != CP_OK) return CP_ENOMEM;
+    set_text(r, HTTP_XC_TITLE, (const char *)title->data, title->len);
     if (c->params_json && c->params_json_len) set_text(r, HTTP_XC_PARAMS, c->params_json, c->params_json_len);
     else set_text(r, HTTP_XC_PARAMS, "{}", 2);
     cp_call_ref ref;
     cp_call_ref_of(c, &ref);
     cp_call_id_format(&ref, r->id);
     set_text(r, HTTP_XC_ID, r->id, strlen(r->id));
+    return CP_OK;
 }
 
 static int export_row(void *ud, const cp_call *c)
 {
     http_export *x = ud;
     http_export_row r;
-    row_of(c, &r);
-    int st = x->fmt->row(x->ctx, &r, &x->out);
+    int st = row_of(c, &r, &x->title);
+    if (st == CP_OK) st = x->fmt->row(x->ctx, &r, &x->out);
     if (st != CP_OK) {
         x->row_err = st;
         return 1; /* stops the search */
@@ -200,6 +205,7 @@ static void export_free(void *cls)
     if (x->fmt->free) x->fmt->free(x->ctx);
     http_query_free(&x->q);
     cp_buf_free(&x->out);
+    cp_buf_free(&x->title);
     free(x);
 }
 
@@ -220,6 +226,7 @@ void http_export_start(cp_http *h, const http_args *a, const http_export_fmt *fm
     x->start_ns = cp_mono_ns();
     x->max_rows = cap_min(h->cfg->max_export_rows, fmt->max_rows);
     cp_buf_init(&x->out);
+    cp_buf_init(&x->title);
     if (http_check_args(a, export_params, o) || http_query_parse(h, a, HTTP_Q_SORT, &x->q, o)) {
         export_free(x);
         return;

@@ -28,6 +28,7 @@ enum {
     HTTP_XC_POD,
     HTTP_XC_METHOD,
     HTTP_XC_THREAD,
+    HTTP_XC_TITLE,
     HTTP_XC_PARAMS,
     HTTP_XC_ID,
     HTTP_XC_COUNT

@@ -374,6 +374,9 @@ int http_parse_window(cp_http *h, const http_args *a, int64_t *from, int64_t *to
 
 /* ---- JSON of a call -------------------------------------------------------------------- */
 
+/* The call's human title (ui.md §3.3 rules 1, 2 and 4; title.c) into out (reset first).
+ * CP_OK or CP_ENOMEM. */
+int http_call_title(const cp_call *c, cp_buf *out);
 /* Appends the API's Call object. CP_OK or CP_ENOMEM. */
 int http_call_json(cp_buf *out, const cp_call *c);
 /* Appends the /calls/stats answer. CP_OK or CP_ENOMEM. */

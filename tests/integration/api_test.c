@@ -1185,15 +1185,15 @@ static void test_csv(void **state)
     size_t nrec = csv_records((char *)b.data, recs, 4096);
     assert_string_equal(recs[0], "Start (UTC);Duration (ms);CPU (ms);Suspended (ms);Queue (ms);Calls;Transactions;"
                                  "Disk read (B);Disk written (B);Memory (B);Logs generated;Logs written (B);"
-                                 "Net read (B);Net written (B);Namespace;Service;Pod;Method;Thread;Params (JSON);Id");
+                                 "Net read (B);Net written (B);Namespace;Service;Pod;Method;Thread;Title;Params (JSON);Id");
     assert_int_equal(nrec - 1, env.n);
     json_t *one = http_get_json(env.port, "/api/v1/calls?" WINDOW "&sort=-duration_ms&limit=1000", 200);
     json_t *calls = json_object_get(one, "calls");
     static char f[24][4096];
     for (size_t i = 1; i < nrec; i++) {
         json_t *c = json_array_get(calls, i - 1);
-        assert_int_equal(csv_split(recs[i], f, 24), 21);
-        assert_string_equal(f[20], jstr(c, "id"));
+        assert_int_equal(csv_split(recs[i], f, 24), 22);
+        assert_string_equal(f[21], jstr(c, "id"));
         assert_int_equal(atoll(f[1]), jint(c, "duration_ms"));
         assert_int_equal(atoll(f[2]), jint(c, "cpu_time"));
         assert_int_equal(atoll(f[5]), jint(c, "calls"));
@@ -1202,10 +1202,22 @@ static void test_csv(void **state)
         assert_string_equal(f[16], jstr(c, "pod"));
         assert_string_equal(f[17], jstr(c, "method"));
         assert_string_equal(f[18], jstr(c, "thread"));
-        json_t *params = json_loads(f[19], 0, NULL);
+        json_t *params = json_loads(f[20], 0, NULL);
         assert_non_null(params);
         assert_true(json_equal(params, json_object_get(c, "params")));
         json_decref(params);
+        /* Title (ui.md §3.3): profiler.title, else the web request, else Class.method */
+        const char *given = json_string_value(json_array_get(json_object_get(json_object_get(c, "params"), "profiler.title"), 0));
+        const char *url = json_string_value(json_array_get(json_object_get(json_object_get(c, "params"), "web.url"), 0));
+        if (given && *given) assert_string_equal(f[19], given);
+        else if (url && *url) assert_non_null(strstr(f[19], strstr(url, "://") ? strchr(strstr(url, "://") + 3, '/') : url));
+        else {
+            const char *m = jstr(c, "method"), *paren = strchr(m, '(');
+            const char *dot = paren;
+            while (dot > m && dot[-1] != '.') dot--; /* the method name */
+            assert_true(strlen(f[19]) > 0 && strstr(f[19], "."));
+            assert_int_equal(strncmp(strchr(f[19], '.') + 1, dot, (size_t)(paren - dot)), 0);
+        }
         /* Start (UTC) */
         time_t t = (time_t)(jint(c, "ts_ms") / 1000);
         struct tm tm;
@@ -1215,7 +1227,7 @@ static void test_csv(void **state)
                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(jint(c, "ts_ms") % 1000));
         assert_string_equal(f[0], when);
         /* quoting: a field with ';' or '"' is quoted in the raw record */
-        if (strchr(f[19], '"')) assert_non_null(strstr(recs[i], ";\"{"));
+        if (strchr(f[20], '"')) assert_non_null(strstr(recs[i], ";\"{"));
     }
     json_decref(one);
     /* a filter applies to the export too */

@@ -40,7 +40,8 @@
 
 #define XLSX_TYPE "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 #define DATE_FORMAT "yyyy-mm-dd hh:mm:ss.000"
-#define NCOLS 21 /* the CSV's columns; the workbook has a Link column before them */
+#define NCOLS 22 /* the CSV's columns; the workbook has a Link column before them */
+#define TITLE_COL 19 /* the CSV's Title (ui.md §3.3), after Method and Thread */
 
 /* ---- reading a workbook ------------------------------------------------------------------- */
 
@@ -156,7 +157,7 @@ static void assert_link(const json_t *cell, const char *base, const char *id, in
     assert_string_equal(cell_str(cell, "r"), "details");
 }
 
-/* One call's row: cells[0] the link, then the CSV's 21 fields. */
+/* One call's row: cells[0] the link, then the CSV's 22 fields. */
 static void assert_call_row(const json_t *csv, const json_t *cells, const char *base, text_map_fn map)
 {
     assert_int_equal(json_array_size(csv), NCOLS);
@@ -180,6 +181,9 @@ static void assert_call_row(const json_t *csv, const json_t *cells, const char *
     /* Namespace .. Id: text; an empty one is no cell */
     for (size_t j = 14; j < NCOLS; j++) {
         const char *want = json_string_value(json_array_get(csv, j));
+        /* the fake reader's hard texts are whole fields; the Title is built from parts of
+         * them (a method's last words), so the exact mapping does not apply to it */
+        if (map && j == TITLE_COL) continue;
         if (map) want = map(want);
         const json_t *cell = json_array_get(cells, j + 1);
         if (!*want) {

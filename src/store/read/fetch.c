@@ -86,30 +86,41 @@ int cp_reader_fetch(cp_reader *r, const cp_call_ref *ref, cp_fetched *f, char *e
 
 /* ---- many at once ---------------------------------------------------------------------- */
 
+/* One call copied inside the reader's get and reported after it returned: the report may
+ * ask the same reader again (dictionary words), which must not nest in its get. */
 typedef struct one_ctx {
-    int (*fn)(void *ud, size_t i, const cp_call *c);
-    void *ud;
-    size_t i;
+    cp_call call;
+    cp_buf mem;
+    int found, status;
 } one_ctx;
 
 static int one_call(void *ud, const cp_call *c)
 {
     one_ctx *x = ud;
-    return x->fn(x->ud, x->i, c);
+    x->found = 1;
+    x->status = cp_call_copy(c, &x->call, &x->mem);
+    return x->status != CP_OK;
 }
 
 int cp_reader_get_many(cp_reader *r, const cp_call_ref *refs, size_t n, int with_trace,
                        int (*fn)(void *ud, size_t i, const cp_call *c), void *ud)
 {
     if (r->ops->get_many) return r->ops->get_many(r, refs, n, with_trace, fn, ud);
-    for (size_t i = 0; i < n; i++) {
-        one_ctx x = {fn, ud, i};
-        int st = cp_reader_get(r, &refs[i], with_trace, one_call, &x);
-        if (st == CP_ENOTFOUND) continue;
-        if (st < 0) return st;
-        if (st) return CP_EABORT; /* fn's nonzero return */
+    one_ctx x;
+    memset(&x, 0, sizeof x);
+    cp_buf_init(&x.mem);
+    int st = CP_OK;
+    for (size_t i = 0; i < n && st == CP_OK; i++) {
+        x.found = 0;
+        x.status = CP_OK;
+        cp_buf_reset(&x.mem);
+        int g = cp_reader_get(r, &refs[i], with_trace, one_call, &x);
+        if (x.status != CP_OK) st = x.status;
+        else if (g < 0 && g != CP_ENOTFOUND) st = g;
+        else if (x.found && fn(ud, i, &x.call)) st = CP_EABORT;
     }
-    return CP_OK;
+    cp_buf_free(&x.mem);
+    return st;
 }
 
 typedef struct many_ctx {

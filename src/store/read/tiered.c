@@ -1824,7 +1824,7 @@ static int tr_get_call(cp_reader *base, const cp_call_ref *ref, int with_trace, 
 
 /* Cold calls are read file by file and row group by row group: each row group whose time
  * range holds wanted refs has its time column read once, its identity columns and then
- * all columns at most once, whatever the number of refs in it. (One call at a time reads a
+ * all columns at most once (each only when needed), whatever the number of refs in it. (One call at a time reads a
  * whole row group per call: 100 000 calls from one file were ~15 minutes.) Refs no file has
  * are asked of the hot tier one by one, as get does. */
 
@@ -1873,25 +1873,44 @@ static int many_wants(const tr_many *m, int64_t lo, int64_t hi)
     return 0;
 }
 
+/* The ref a row of the identity columns is (m->order position), or SIZE_MAX. */
+static size_t many_match(const tr_many *m, const cp_call *c)
+{
+    for (size_t k = many_lower(m, c->ts_ms); k < m->n && m->refs[m->order[k]].ts_ms == c->ts_ms; k++) {
+        size_t i = m->order[k];
+        if (!m->found[i] && ref_is(&m->refs[i], c)) return i;
+    }
+    return SIZE_MAX;
+}
+
+/* Like get_rg for many refs: the time column, then the identity columns of the row group
+ * only if a row has a wanted time, then every column only if a row is a wanted call. */
 static int many_rg(tiered_reader *tr, tr_open *o, size_t rg, tr_many *m)
 {
     int64_t lo, hi;
     if (stats_int(o->rows, o->pq, rg, CP_COLD_C_TIME, &lo, &hi) && !many_wants(m, lo, hi)) return CP_OK;
     int st = rows_read(tr, o, rg, CP_COLD_COL(CP_COLD_C_TIME));
     if (st != CP_OK) return st;
-    size_t nrows = cp_cold_rows_count(o->rows);
-    size_t *hits = NULL, nhits = 0;     /* rows with a wanted time, and the ref position */
+    size_t nrows = cp_cold_rows_count(o->rows), cap = 0;
+    size_t *hits = NULL, nhits = 0;     /* rows of wanted calls */
+    int keys = 0;
+    uint32_t keycols = CP_COLD_COL(CP_COLD_C_TIME) | CP_COLD_COL(CP_COLD_C_RESTART) |
+                       CP_COLD_COL(CP_COLD_C_TRACE_INDEX) | CP_COLD_COL(CP_COLD_C_NAMESPACE) |
+                       CP_COLD_COL(CP_COLD_C_POD);
     for (size_t i = 0; i < nrows; i++) {
         cp_call c;
         if ((st = rows_call(tr, o, i, 0, &c)) != CP_OK) break;
-        size_t k = many_lower(m, c.ts_ms);
-        if (k >= m->n || m->refs[m->order[k]].ts_ms != c.ts_ms) continue;
-        size_t *nh = realloc(hits, (nhits + 1) * sizeof *hits);
-        if (!nh) {
+        if (!many_wants(m, c.ts_ms, c.ts_ms)) continue;
+        if (!keys) { /* a row of a wanted time: now the identity columns */
+            if ((st = rows_read(tr, o, rg, keycols)) != CP_OK) break;
+            keys = 1;
+            if ((st = rows_call(tr, o, i, 0, &c)) != CP_OK) break;
+        }
+        if (many_match(m, &c) == SIZE_MAX) continue;
+        if (cp_grow((void **)&hits, &cap, nhits + 1, sizeof *hits, 64) != CP_OK) {
             st = tr_oom(tr);
             break;
         }
-        hits = nh;
         hits[nhits++] = i;
     }
     if (st == CP_OK && nhits) {
@@ -1901,14 +1920,11 @@ static int many_rg(tiered_reader *tr, tr_open *o, size_t rg, tr_many *m)
         for (size_t h = 0; st == CP_OK && h < nhits && !m->stopped; h++) {
             cp_call c;
             if ((st = rows_call(tr, o, hits[h], 1, &c)) != CP_OK) break;
-            for (size_t k = many_lower(m, c.ts_ms); k < m->n && m->refs[m->order[k]].ts_ms == c.ts_ms; k++) {
-                size_t i = m->order[k];
-                if (m->found[i] || !ref_is(&m->refs[i], &c)) continue;
-                m->found[i] = 1;
-                if (!m->with_trace) c.trace = NULL, c.trace_len = 0;
-                if (m->fn(m->ud, i, &c)) m->stopped = 1;
-                break;
-            }
+            size_t i = many_match(m, &c);
+            if (i == SIZE_MAX) continue; /* a duplicate row of one call: reported once */
+            m->found[i] = 1;
+            if (!m->with_trace) c.trace = NULL, c.trace_len = 0;
+            if (m->fn(m->ud, i, &c)) m->stopped = 1;
         }
     }
     free(hits);
@@ -1939,17 +1955,21 @@ static int many_file(tiered_reader *tr, const tr_file *t, tr_many *m)
     return CP_OK;
 }
 
+/* The hot fallback copies the call and reports it after the hot reader's get returned:
+ * the report opens the trace and asks the same reader for dictionary words, which must
+ * not run inside its get (PostgreSQL: one transaction at a time). */
 typedef struct one_hot {
-    tr_many *m;
-    size_t i;
+    cp_call call;
+    cp_buf mem;
+    int found, status;
 } one_hot;
 
-static int many_hot_call(void *ud, const cp_call *c)
+static int many_hot_copy(void *ud, const cp_call *c)
 {
     one_hot *x = ud;
-    x->m->found[x->i] = 1;
-    if (x->m->fn(x->m->ud, x->i, c)) x->m->stopped = 1;
-    return x->m->stopped;
+    x->found = 1;
+    x->status = cp_call_copy(c, &x->call, &x->mem);
+    return x->status != CP_OK;
 }
 
 static int tr_get_many(cp_reader *base, const cp_call_ref *refs, size_t n, int with_trace,
@@ -1987,12 +2007,23 @@ static int tr_get_many(cp_reader *base, const cp_call_ref *refs, size_t n, int w
         files_free(&fl);
     }
     /* the rest from the hot tier (and whatever a truncated file list left out), one by one */
+    one_hot x;
+    memset(&x, 0, sizeof x);
+    cp_buf_init(&x.mem);
     for (size_t i = 0; st == CP_OK && !m.stopped && i < n; i++) {
         if (m.found[i]) continue;
-        one_hot x = {&m, i};
-        int g = tr_get_call(base, &refs[i], with_trace, many_hot_call, &x);
-        if (g < 0 && g != CP_ENOTFOUND) st = g;
+        x.found = 0;
+        x.status = CP_OK;
+        cp_buf_reset(&x.mem);
+        int g = tr_get_call(base, &refs[i], with_trace, many_hot_copy, &x);
+        if (x.status != CP_OK) st = x.status;
+        else if (g < 0 && g != CP_ENOTFOUND) st = g;
+        else if (x.found) {
+            m.found[i] = 1;
+            if (m.fn(m.ud, i, &x.call)) m.stopped = 1;
+        }
     }
+    cp_buf_free(&x.mem);
     free(m.order);
     free(m.found);
     if (st != CP_OK) return st;

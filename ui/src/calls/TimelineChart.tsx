@@ -2,7 +2,8 @@
 // call a bar from its start to its end, labelled with its duration and title when there is
 // room, overlapping bars stacked in lanes (timeline.ts), only the 1 000 longest drawn. A
 // click on a bar selects its row and scrolls the list to it; selected rows zoom the chart
-// to their span. ←/→ move, ↑/↓ zoom (the chart's own view, not the window).
+// to their span. ←/→ move, ↑/↓ zoom (the chart's own view, not the window); its lower edge
+// drags to resize it, and the Chart button hides it like the scatter.
 
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { Call } from '../lib/api';

@@ -18,6 +18,7 @@ import {
   type ProfileProgress, type ProfileResp,
 } from './profileModel';
 import { TreeScreen, type StateIO } from './TreeScreen';
+import { setTreeUnit, TIME } from './units';
 import './tree.css';
 
 interface Side { resp: ProfileResp; raw: string; t0: number }
@@ -102,6 +103,8 @@ export function ProfilePage({ route }: { route: Route }) {
     );
   }
 
+  // a profile's numbers are times (a sampled tree shown before in this tab set another unit)
+  setTreeUnit(TIME);
   const io: StateIO = {
     params: treeParams(p),
     set: (patch, replace) => setParams(treePatch(patch), { replace: !!replace }),
