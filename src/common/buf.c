@@ -107,3 +107,16 @@ int cp_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
     *cap = n;
     return CP_OK;
 }
+
+int cp_buf_put_i64(cp_buf *b, int64_t v)
+{
+    char tmp[24];
+    size_t n = sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--n] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[--n] = '-';
+    return cp_buf_append(b, tmp + n, sizeof tmp - n);
+}

@@ -42,6 +42,8 @@ int cp_buf_reserve(cp_buf *b, size_t extra);          /* CP_OK or CP_ENOMEM */
 int cp_buf_append(cp_buf *b, const void *p, size_t n);
 int cp_buf_putc(cp_buf *b, uint8_t c);
 int cp_buf_puts(cp_buf *b, const char *s);
+/* Appends v in plain decimal (no printf: JSON writers call it for every number). */
+int cp_buf_put_i64(cp_buf *b, int64_t v);
 int cp_buf_printf(cp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cp_buf_consume(cp_buf *b, size_t n);             /* drop n bytes from the front */
 

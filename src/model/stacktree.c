@@ -256,24 +256,10 @@ int cp_stacktree_add(cp_stacktree *t, const cp_stack_frame *frames, size_t n, in
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 
-/* Plain decimal: called ~10 times per node, so no printf. */
-static int put_i64(cp_buf *out, int64_t v)
-{
-    char tmp[24];
-    size_t n = sizeof tmp;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) tmp[--n] = '-';
-    return cp_buf_append(out, tmp + n, sizeof tmp - n);
-}
-
 static int put_field_n(cp_buf *out, const char *name, size_t n, int64_t v)
 {
     int st = cp_buf_append(out, name, n);
-    return st != CP_OK ? st : put_i64(out, v);
+    return st != CP_OK ? st : cp_buf_put_i64(out, v);
 }
 #define put_field(out, lit, v) put_field_n((out), (lit), sizeof(lit) - 1, (v))
 

@@ -1122,24 +1122,10 @@ int cp_tree_add(cp_tree *t, const cp_blob *b, char *err, size_t errlen)
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
-/* Plain decimal: called ~10 times per node, so no printf. */
-static int put_i64(cp_buf *out, int64_t v)
-{
-    char tmp[24];
-    size_t n = sizeof tmp;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[--n] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) tmp[--n] = '-';
-    return cp_buf_append(out, tmp + n, sizeof tmp - n);
-}
-
 static int put_field_n(cp_buf *out, const char *name, size_t n, int64_t v)
 {
     int st = cp_buf_append(out, name, n);
-    return st != CP_OK ? st : put_i64(out, v);
+    return st != CP_OK ? st : cp_buf_put_i64(out, v);
 }
 /* Field names are literals: their length is known at compile time. */
 #define put_field(out, lit, v) put_field_n((out), (lit), sizeof(lit) - 1, (v))
@@ -1381,7 +1367,7 @@ static int put_params(const cp_tree *t, cp_buf *out, uint32_t ci)
         int last = i + 1 == n || t->groups[k[i + 1].g].param != param;
         if (first) {
             st = cp_buf_puts(out, i ? ",{\"param\":" : "{\"param\":");
-            st = st ? st : put_i64(out, param);
+            st = st ? st : cp_buf_put_i64(out, param);
             st = st ? st : cp_buf_puts(out, ",\"groups\":[");
         } else {
             st = cp_buf_putc(out, ',');

@@ -153,20 +153,9 @@ static int setup(void **state)
     E.dir = make_temp_dir("ns-isolation");
     E.catalog = test_catalog_spec(E.dir);
     E.store = test_store_url(E.dir);
-    snprintf(E.users, sizeof E.users, "%s/htpasswd", E.dir);
-    snprintf(E.groups, sizeof E.groups, "%s/groups", E.dir);
-    snprintf(E.token, sizeof E.token, "%s/token", E.dir);
-    cp_buf u;
-    cp_buf_init(&u);
-    auth_hash_line(&u, "alice", "alice-pw"); /* viewer of ns-a */
-    auth_hash_line(&u, "oscar", "oscar-pw"); /* operator of ns-a */
-    auth_hash_line(&u, "bob", "bob-pw");     /* viewer of ns-b */
-    auth_hash_line(&u, "root", "root-pw");   /* admin, every namespace */
-    cp_buf_putc(&u, 0);
-    auth_write_text(E.users, (const char *)u.data);
-    cp_buf_free(&u);
-    auth_write_text(E.groups, "viewer: alice bob\noperator: oscar\nadmin: root\nteam-a: alice oscar\nteam-b: bob\n");
-    auth_write_text(E.token, TOKEN "\n");
+    static const char *const users[] = {"alice", "oscar", "bob", "root", NULL};
+    auth_files(E.dir, users, "viewer: alice bob\noperator: oscar\nadmin: root\nteam-a: alice oscar\nteam-b: bob\n", TOKEN, E.users, E.groups,
+               E.token, sizeof E.users);
     size_t n = 0;
     for (const char *const *pf = test_pair_flags(E.catalog, E.store); *pf; pf++) E.args[n++] = *pf;
     const char *extra[] = {"--max-query-span", "400", "--auth", "basic", "--auth-users", E.users, "--auth-groups",

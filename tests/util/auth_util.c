@@ -47,3 +47,25 @@ void auth_header(const char *user, const char *token, char *out, size_t outlen)
     EVP_EncodeBlock(b64, (const unsigned char *)plain, n);
     snprintf(out, outlen, "Authorization: Basic %s\r\n", b64);
 }
+
+void auth_files(const char *dir, const char *const *users, const char *groups, const char *token, char *users_path,
+                char *groups_path, char *token_path, size_t cap)
+{
+    snprintf(users_path, cap, "%s/htpasswd", dir);
+    snprintf(groups_path, cap, "%s/groups", dir);
+    snprintf(token_path, cap, "%s/token", dir);
+    cp_buf u;
+    cp_buf_init(&u);
+    for (size_t i = 0; users[i]; i++) {
+        char pw[256];
+        snprintf(pw, sizeof pw, "%s-pw", users[i]);
+        auth_hash_line(&u, users[i], pw);
+    }
+    cp_buf_putc(&u, 0);
+    auth_write_text(users_path, (const char *)u.data);
+    cp_buf_free(&u);
+    auth_write_text(groups_path, groups);
+    char t[512];
+    snprintf(t, sizeof t, "%s\n", token);
+    auth_write_text(token_path, t);
+}
