@@ -160,27 +160,12 @@ static int list_row(void *ud, const cp_dump_meta *m)
     return 0;
 }
 
-/* cursor "<time_ms>_<id>": the last row of the previous page */
-static int parse_cursor(const http_args *a, cp_dump_filter *f, http_out *o)
-{
-    const http_arg *c = http_arg_get(a, "cursor");
-    if (!c || !c->vlen) return 0;
-    long long ms, id;
-    char tail;
-    if (c->vlen > 40 || sscanf(c->val, "%lld_%lld%c", &ms, &id, &tail) != 2 || ms < 0 || id <= 0) {
-        http_bad_param(o, "cursor", "bad_cursor", "the cursor is not one this server gave");
-        return -1;
-    }
-    f->before_ms = ms;
-    f->before_id = id;
-    return 0;
-}
-
 void http_api_dumps(cp_http *h, const http_args *a, http_out *o)
 {
     static const char *const allowed[] = {"namespace", "service", "pod", "type", "from", "to", "limit", "cursor", NULL};
     cp_dump_filter f;
-    if (http_check_args(a, allowed, o) || !has_dumps(h, o) || http_dump_filter(h, a, &f, o) || parse_cursor(a, &f, o))
+    if (http_check_args(a, allowed, o) || !has_dumps(h, o) || http_dump_filter(h, a, &f, o) ||
+        http_time_id_cursor(a, &f.before_ms, &f.before_id, o))
         return;
     uint64_t limit = DUMPS_PAGE_DEFAULT;
     const http_arg *l = http_arg_get(a, "limit");

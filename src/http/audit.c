@@ -257,22 +257,6 @@ static int text_param(const http_args *a, const char *key, size_t max, const cha
     return 0;
 }
 
-/* cursor "<time_ms>_<id>": the last entry of the previous page. */
-static int cursor_param(const http_args *a, cp_audit_filter *f, http_out *o)
-{
-    const http_arg *c = http_arg_get(a, "cursor");
-    if (!c || !c->vlen) return 0;
-    long long ms, id;
-    char tail;
-    if (c->vlen > 40 || sscanf(c->val, "%lld_%lld%c", &ms, &id, &tail) != 2 || ms < 0 || id <= 0) {
-        http_bad_param(o, "cursor", "bad_cursor", "the cursor is not one this server gave");
-        return -1;
-    }
-    f->before_ms = ms;
-    f->before_id = id;
-    return 0;
-}
-
 /* The filter of the request, limited to what the asker may see. 0, or -1 with the 400. */
 static int audit_filter(cp_http *h, const http_args *a, cp_audit_filter *f, size_t *limit, http_out *o)
 {
@@ -284,7 +268,8 @@ static int audit_filter(cp_http *h, const http_args *a, cp_audit_filter *f, size
         return -1;
     }
     if (text_param(a, "action", CP_AUDIT_MAX_ACTION - 1, &f->action, o) ||
-        text_param(a, "user", CP_AUDIT_MAX_USER - 1, &f->user, o) || cursor_param(a, f, o))
+        text_param(a, "user", CP_AUDIT_MAX_USER - 1, &f->user, o) ||
+        http_time_id_cursor(a, &f->before_ms, &f->before_id, o))
         return -1;
     uint64_t l = AUDIT_PAGE_DEFAULT < h->cfg->max_limit ? AUDIT_PAGE_DEFAULT : h->cfg->max_limit;
     const http_arg *x = http_arg_get(a, "limit");

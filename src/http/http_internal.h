@@ -368,6 +368,9 @@ int http_query_parse(cp_http *h, const http_args *a, unsigned flags, http_query 
 void http_query_free(http_query *q);
 /* Fills f from q (after = NULL, limit = q->limit, max_scan = cfg->max_scan). */
 void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f);
+/* The keyset cursor "<time_ms>_<id>" of the dumps and audit lists (the last row of the
+ * previous page) into *ms and *id when given. 0, or -1 with the 400 set. */
+int http_time_id_cursor(const http_args *a, int64_t *ms, int64_t *id, http_out *o);
 /* Parses from/to only (with their defaults and bounds), for /services. */
 int http_parse_window(cp_http *h, const http_args *a, int64_t *from, int64_t *to, http_out *o);
 

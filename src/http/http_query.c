@@ -428,3 +428,18 @@ void http_query_filter(const cp_http *h, const http_query *q, cp_call_filter *f)
     f->max_scan = h->cfg->max_scan;
 }
 
+
+int http_time_id_cursor(const http_args *a, int64_t *ms, int64_t *id, http_out *o)
+{
+    const http_arg *c = http_arg_get(a, "cursor");
+    if (!c || !c->vlen) return 0;
+    long long t, n;
+    char tail;
+    if (c->vlen > 40 || sscanf(c->val, "%lld_%lld%c", &t, &n, &tail) != 2 || t < 0 || n <= 0) {
+        http_bad_param(o, "cursor", "bad_cursor", "the cursor is not one this server gave");
+        return -1;
+    }
+    *ms = t;
+    *id = n;
+    return 0;
+}

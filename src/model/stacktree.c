@@ -13,6 +13,7 @@
  * the tree is written, without recursion.
  */
 #include "model/cp_stacktree.h"
+#include "common/cp_map.h"
 #include "common/cp_strtab.h"
 
 #include <stdarg.h>
@@ -70,8 +71,7 @@ struct cp_stacktree {
     cp_strtab frames;
     snode *nodes;                /* node 0: the synthetic root */
     size_t nnodes, capnodes;
-    uint32_t *nslot;             /* node index, 0 = empty (the root is never a child) */
-    size_t nslots;
+    cp_u64map children;          /* (parent << 32 | frame) -> the child's node index */
     uint32_t *path;              /* scratch: the nodes of the stack being added */
     size_t cappath;
     size_t samples, cut;
@@ -102,7 +102,7 @@ void cp_stacktree_free(cp_stacktree *t)
     if (!t) return;
     cp_strtab_free(&t->frames);
     free(t->nodes);
-    free(t->nslot);
+    cp_u64map_free(&t->children);
     free(t->path);
     free(t);
 }
@@ -113,59 +113,28 @@ int64_t cp_stacktree_total(const cp_stacktree *t) { return t->nodes[0].total; }
 size_t cp_stacktree_cut_stacks(const cp_stacktree *t) { return t->cut; }
 const cp_stacktree_limits *cp_stacktree_limits_of(const cp_stacktree *t) { return &t->lim; }
 
-static size_t node_hash(uint32_t parent, uint32_t frame, size_t mask)
-{
-    return cp_mix64(((uint64_t)parent << 32) | frame) & mask;
-}
-
-static int node_rehash(cp_stacktree *t)
-{
-    size_t n = t->nslots ? t->nslots * 2 : 1024;
-    uint32_t *slot = calloc(n, sizeof *slot);
-    if (!slot) return CP_ENOMEM;
-    for (size_t i = 1; i < t->nnodes; i++) {
-        size_t j = node_hash(t->nodes[i].parent, t->nodes[i].frame, n - 1);
-        while (slot[j]) j = (j + 1) & (n - 1);
-        slot[j] = (uint32_t)i;
-    }
-    free(t->nslot);
-    t->nslot = slot;
-    t->nslots = n;
-    return CP_OK;
-}
-
-/* The slot of parent's child for frame, or the empty slot where it would go. */
-static size_t node_slot(const cp_stacktree *t, uint32_t parent, uint32_t frame)
-{
-    size_t mask = t->nslots - 1, i = node_hash(parent, frame, mask);
-    for (; t->nslot[i]; i = (i + 1) & mask) {
-        const snode *c = &t->nodes[t->nslot[i]];
-        if (c->parent == parent && c->frame == frame) break;
-    }
-    return i;
-}
+static uint64_t edge_key(uint32_t parent, uint32_t frame) { return (uint64_t)parent << 32 | frame; }
 
 static uint32_t node_find(const cp_stacktree *t, uint32_t parent, uint32_t frame)
 {
-    if (!t->nslots) return NONE;
-    uint32_t v = t->nslot[node_slot(t, parent, frame)];
-    return v ? v : NONE;
+    uint64_t v;
+    return cp_u64map_get(&t->children, edge_key(parent, frame), &v) ? (uint32_t)v : NONE;
 }
 
 /* The parent's child for frame, created on first use (the budget was checked before). */
 static int node_child(cp_stacktree *t, uint32_t parent, uint32_t frame, uint32_t *out)
 {
-    if (t->nnodes * 2 >= t->nslots && node_rehash(t) != CP_OK) return CP_ENOMEM;
-    size_t i = node_slot(t, parent, frame);
-    if (t->nslot[i]) {
-        *out = t->nslot[i];
+    uint32_t id = node_find(t, parent, frame);
+    if (id != NONE) {
+        *out = id;
         return CP_OK;
     }
     if (cp_grow((void **)&t->nodes, &t->capnodes, t->nnodes + 1, sizeof *t->nodes, 64) != CP_OK) return CP_ENOMEM;
-    uint32_t id = (uint32_t)t->nnodes++;
+    id = (uint32_t)t->nnodes;
+    if (cp_u64map_put(&t->children, edge_key(parent, frame), id) != CP_OK) return CP_ENOMEM;
+    t->nnodes++;
     t->nodes[id] = (snode){frame, parent, NONE, t->nodes[parent].first_child, 0, 0, 0};
     t->nodes[parent].first_child = id;
-    t->nslot[i] = id;
     *out = id;
     return CP_OK;
 }

@@ -434,18 +434,7 @@ static void test_cold_same(void **state)
     const char *series = "/api/v1/dumps/threads-profile?namespace=" NS "&pods=" POD "," POD2 "&" WIN "&idle=1";
     char *hot_series = get_text(series), *hot_tree = get_text(tree_path);
 
-    const char *argv[24];
-    size_t n = 0;
-    argv[n++] = "compact";
-    argv[n++] = "--data";
-    argv[n++] = E.s.data;
-    for (const char *const *pf = test_pair_flags(E.catalog, E.store); *pf; pf++) argv[n++] = *pf;
-    argv[n] = NULL;
-    cp_buf err;
-    cp_buf_init(&err);
-    int rc = cli_run(NULL, &err, argv);
-    if (rc != 0) fail_msg("compact exited %d: %.*s", rc, (int)err.len, (char *)err.data);
-    cp_buf_free(&err);
+    test_pair_compact(E.s.data, E.catalog, E.store);
     json_t *l = get("/api/v1/dumps?namespace=" NS "&pod=" POD "&type=td&" WIN, 200);
     assert_string_equal(jstr(json_array_get(json_object_get(l, "dumps"), 0), "location"), "cold");
     json_decref(l);

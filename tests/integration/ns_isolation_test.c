@@ -122,18 +122,7 @@ static int on_cold(void *ud, const struct cp_cold_file *f)
 /* `cloudprof compact` now: every imported call (and uploaded dump) becomes cold. */
 static void compact_now(void)
 {
-    const char *argv[24];
-    size_t n = 0;
-    argv[n++] = "compact";
-    argv[n++] = "--data";
-    argv[n++] = E.s.data;
-    for (const char *const *pf = test_pair_flags(E.catalog, E.store); *pf; pf++) argv[n++] = *pf;
-    argv[n] = NULL;
-    cp_buf err;
-    cp_buf_init(&err);
-    int rc = cli_run(NULL, &err, argv);
-    if (rc != 0) fail_msg("compact exited %d: %.*s", rc, (int)err.len, (char *)err.data);
-    cp_buf_free(&err);
+    test_pair_compact(E.s.data, E.catalog, E.store);
     cp_reader *r = NULL;
     char msg[512];
     if (cp_reader_open(E.catalog, &r, msg, sizeof msg) != CP_OK) fail_msg("reader: %s", msg);

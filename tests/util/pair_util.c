@@ -1,5 +1,6 @@
 /* pair_util.c -- see pair_util.h. */
 #include "pair_util.h"
+#include "server_util.h"
 #include "testutil.h"
 
 #include <libpq-fe.h>
@@ -135,4 +136,20 @@ void test_pair_free(char *dir, char *catalog_spec, char *store_url)
     free(dir);
     free(catalog_spec);
     free(store_url);
+}
+
+void test_pair_compact(const char *data, const char *catalog_spec, const char *store_url)
+{
+    const char *argv[24];
+    size_t n = 0;
+    argv[n++] = "compact";
+    argv[n++] = "--data";
+    argv[n++] = data;
+    for (const char *const *pf = test_pair_flags(catalog_spec, store_url); *pf; pf++) argv[n++] = *pf;
+    argv[n] = NULL;
+    cp_buf err;
+    cp_buf_init(&err);
+    int rc = cli_run(NULL, &err, argv);
+    if (rc != 0) fail_msg("compact exited %d: %.*s", rc, (int)err.len, (char *)err.data);
+    cp_buf_free(&err);
 }

@@ -27,6 +27,9 @@ char *test_store_url(const char *dir);
  * {"--catalog", spec, "--store", url, "--s3-endpoint", ep, NULL} (SQLite: catalog and
  * store flags only). spec/url from the two functions above. */
 const char *const *test_pair_flags(const char *catalog_spec, const char *store_url);
+/* `cloudprof compact --data data` with the pair's flags, now; fails the test unless it
+ * exits 0. */
+void test_pair_compact(const char *data, const char *catalog_spec, const char *store_url);
 /* The end of a suite's storage: removes dir (make_temp_dir) and frees it, spec and url
  * (the two functions above): every suite on a pair cleans up alike. */
 void test_pair_free(char *dir, char *catalog_spec, char *store_url);
