@@ -40,12 +40,12 @@ int http_call_json(cp_buf *out, const cp_call *c)
                          ",\"cpu_time\":%lld,\"wait_time\":%lld,\"memory_used\":%lld,\"suspend_ms\":%ld"
                          ",\"calls\":%ld,\"transactions\":%lld,\"queue_wait_ms\":%ld,\"logs_generated\":%ld"
                          ",\"logs_written\":%ld,\"file_read\":%lld,\"file_written\":%lld,\"net_read\":%lld"
-                         ",\"net_written\":%lld,\"error\":%s,\"params\":",
+                         ",\"net_written\":%lld,\"error\":%s,\"sql\":%s,\"params\":",
                          (long long)c->cpu_time, (long long)c->wait_time, (long long)c->memory_used,
                          (long)c->suspend_ms, (long)c->calls, (long long)c->transactions, (long)c->queue_wait_ms,
                          (long)c->logs_generated, (long)c->logs_written, (long long)c->file_read,
                          (long long)c->file_written, (long long)c->net_read, (long long)c->net_written,
-                         c->error ? "true" : "false") != CP_OK;
+                         c->error ? "true" : "false", c->sql ? "true" : "false") != CP_OK;
     /* The model's params JSON, embedded verbatim. */
     if (c->params_json && c->params_json_len)
         bad |= cp_buf_append(out, c->params_json, c->params_json_len) != CP_OK;

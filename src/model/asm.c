@@ -1428,8 +1428,9 @@ static int64_t pauses_overlap(const pause_vec *v, int64_t from, int64_t to)
     return hi > lo ? cp_pause_overlap(v->p + lo, hi - lo, from, to) : 0;
 }
 
-/* Emits the call (with the blob in a->blob if have_blob). */
-static int emit(cp_asm *a, pcall *p, int have_blob, const char *reason)
+/* Emits the call (with the blob in a->blob if have_blob; sql: the trace references a
+ * value of the deduplicated big-value stream, the `sql` tag of ui.md §3.3). */
+static int emit(cp_asm *a, pcall *p, int have_blob, int sql, const char *reason)
 {
     int error = 0;
     int st = params_json(a, p, &error);
@@ -1465,6 +1466,7 @@ static int emit(cp_asm *a, pcall *p, int have_blob, const char *reason)
     c.params_json = (const char *)a->params_json.data;
     c.params_json_len = a->params_json.len;
     c.error = error;
+    c.sql = sql;
     c.trace_file_index = r->trace_file_index;
     c.buffer_offset = r->buffer_offset;
     c.record_index = r->record_index;
@@ -1515,7 +1517,7 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
         e = &slim_e;
     }
     if (!e || !e->complete) {
-        *err = emit(a, p, 0, e ? CP_TRACE_INCOMPLETE : CP_TRACE_NOT_FOUND);
+        *err = emit(a, p, 0, 0, e ? CP_TRACE_INCOMPLETE : CP_TRACE_NOT_FOUND);
         return ASM_DONE;
     }
     if (!p->first_try_ms) p->first_try_ms = now_ms;
@@ -1523,16 +1525,16 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
     if (!give_up && !names_known(a, p)) return ASM_LATER;
     if (e->too_large) {
         claim_drop(a, e, sj);
-        *err = emit(a, p, 0, CP_TRACE_TOO_LARGE);
+        *err = emit(a, p, 0, 0, CP_TRACE_TOO_LARGE);
         return ASM_DONE;
     }
     if (e->root_method != r->method) {
         claim_drop(a, e, sj);
-        *err = emit(a, p, 0, CP_TRACE_BAD_POINTER);
+        *err = emit(a, p, 0, 0, CP_TRACE_BAD_POINTER);
         return ASM_DONE;
     }
     cp_blob_builder_reset(&a->bb);
-    if (build_trace(a, e, err) == ASM_LATER) return give_up ? (*err = emit(a, p, 0, CP_TRACE_INCOMPLETE), ASM_DONE)
+    if (build_trace(a, e, err) == ASM_LATER) return give_up ? (*err = emit(a, p, 0, 0, CP_TRACE_INCOMPLETE), ASM_DONE)
                                                            : ASM_LATER;
     if (*err) return ASM_DONE;
     /* the values its events reference, each once (found by the live pass over the trace) */
@@ -1569,6 +1571,8 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
         const cp_blob_pause *q = &a->pauses.p[i];
         if (q->end_ms - q->duration_ms <= to) cp_blob_add_pause(&a->bb, q->end_ms, q->duration_ms);
     }
+    int sql = 0; /* before the drop frees the references */
+    for (size_t i = 0; i < e->nrefs && !sql; i++) sql = e->refs[i].kind == 3;
     cp_buf_reset(&a->blob);
     st = cp_blob_build(&a->bb, &a->blob);
     claim_drop(a, e, sj);
@@ -1576,7 +1580,7 @@ static int assemble(cp_asm *a, pcall *p, int64_t now_ms, int final, int *err)
         *err = st;
         return ASM_DONE;
     }
-    *err = emit(a, p, 1, NULL);
+    *err = emit(a, p, 1, sql, NULL);
     return ASM_DONE;
 }
 
@@ -1604,7 +1608,7 @@ static int expire_waiting(cp_asm *a, int64_t now_ms, int final)
         int backlog = !final && now_ms - p->arrived_ms < a->lim.trace_wait_ms;
         waiting_remove(a, p);
         int err = CP_OK;
-        if (backlog) err = emit(a, p, 0, CP_TRACE_BACKLOG);
+        if (backlog) err = emit(a, p, 0, 0, CP_TRACE_BACKLOG);
         else assemble(a, p, now_ms, 1, &err); /* emits with the right reason */
         pcall_done(a, p);
         if (err && first == CP_OK) first = err;

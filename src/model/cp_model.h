@@ -90,6 +90,8 @@ typedef struct cp_call {
     const char *params_json;
     size_t params_json_len;
     int error;                   /* a `call.red` param is present */
+    int sql;                     /* the trace references a value of the `sql` stream (the
+                                  * deduplicated big values: SQL text), ui.md §3.3's tag */
     int32_t trace_file_index, buffer_offset, record_index;
     const uint8_t *trace;        /* trace blob (below); NULL when there is none */
     size_t trace_len;

@@ -61,14 +61,15 @@ int cp_cold_inv_name_ok(const char *name);
  *   net_written u64, namespace str, service_name str, pod_name str, restart_time ts,
  *   method str, params map<str, list<str>>, trace_index str
  *   ("<trace_file_index>_<buffer_offset>_<record_index>"), trace binary (null when the
- *   call has none), thread str, method_id i32, trace_reason str (null with a trace). */
+ *   call has none), thread str, method_id i32, trace_reason str (null with a trace),
+ *   has_sql bool (the `sql` tag: the trace references a value of the sql stream). */
 enum {
     CP_COLD_C_TIME, CP_COLD_C_CPU, CP_COLD_C_WAIT, CP_COLD_C_MEMORY, CP_COLD_C_DURATION, CP_COLD_C_NONBLOCKING,
     CP_COLD_C_QUEUE, CP_COLD_C_SUSPEND, CP_COLD_C_CALLS, CP_COLD_C_TRANSACTIONS, CP_COLD_C_LOGS_GENERATED,
     CP_COLD_C_LOGS_WRITTEN, CP_COLD_C_FILE_READ, CP_COLD_C_FILE_WRITTEN, CP_COLD_C_NET_READ, CP_COLD_C_NET_WRITTEN,
     CP_COLD_C_NAMESPACE, CP_COLD_C_SERVICE, CP_COLD_C_POD, CP_COLD_C_RESTART, CP_COLD_C_METHOD, CP_COLD_C_PARAMS,
     CP_COLD_C_TRACE_INDEX, CP_COLD_C_TRACE, CP_COLD_C_THREAD, CP_COLD_C_METHOD_ID, CP_COLD_C_TRACE_REASON,
-    CP_COLD_C_COUNT
+    CP_COLD_C_HAS_SQL, CP_COLD_C_COUNT
 };
 extern const cp_pq_column cp_cold_calls_schema[CP_COLD_C_COUNT];
 
@@ -268,8 +269,8 @@ int cp_reader_open_tiered(cp_reader *hot, const cp_tiered_config *cfg, cp_reader
 int cp_cold_call_from_row(const cp_pq_value row[CP_COLD_C_COUNT], cp_buf *json, cp_call *out);
 
 /* A decoder of the row groups of one calls file: columns are found by name (so a file
- * whose columns are in another order reads the same); thread, method_id and
- * trace_reason may be absent (files of other writers: empty, 0, NULL). Any other column
+ * whose columns are in another order reads the same); thread, method_id, trace_reason and
+ * has_sql may be absent (files of other writers or older ones: empty, 0, NULL, 0). Any other column
  * of cp_cold_calls_schema missing or of another kind is CP_ECORRUPT. The decoder keeps
  * the pq reader borrowed: free it first. */
 typedef struct cp_cold_rows cp_cold_rows;

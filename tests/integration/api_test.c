@@ -26,6 +26,7 @@
 #include "http/cp_http.h"
 #include "query/cp_query.h"
 #include "store/cp_hot.h"
+#include "streams/cp_streams.h"
 
 /* ---- small JSON helpers ------------------------------------------------------------------ */
 
@@ -778,6 +779,7 @@ static void test_calls_list_and_get(void **state)
         for (size_t k = 0; k < CP_ARRAY_LEN(ints); k++) (void)jint(c, ints[k]);
         for (size_t k = 0; k < CP_ARRAY_LEN(strs); k++) (void)jstr(c, strs[k]);
         (void)jbool(c, "error");
+        (void)jbool(c, "sql");
         assert_true(json_is_object(json_object_get(c, "params")));
         int has = jbool(c, "trace_available");
         json_t *why = json_object_get(c, "trace_dropped_reason");
@@ -1446,9 +1448,31 @@ static void test_profile(void **state)
 }
 
 /* The raw trace: an attachment that decodes as a trace file. */
+/* Counts the TAG events that reference a value of the sql stream (paramType 3). */
+static int count_sql_tag(void *ud, const cp_trace_rec *r)
+{
+    if (r->type == CP_TRACE_TAG && r->param_type == 3) ++*(size_t *)ud;
+    return 0;
+}
+
+static size_t sql_tags(const uint8_t *p, size_t n)
+{
+    size_t tags = 0;
+    cp_dec_sink sink = {.ud = &tags, .on_trace = count_sql_tag};
+    cp_dec *d = cp_dec_new(CP_STREAM_TRACE, NULL, &sink, 0);
+    assert_non_null(d);
+    int st = cp_dec_feed(d, p, n);
+    if (st == CP_OK) st = cp_dec_finish(d);
+    assert_true(st >= 0);
+    cp_dec_free(d);
+    return tags;
+}
+
+/* /trace is the call's own events; its `sql` tag (ui.md §3.3) says whether one of them
+ * references the sql stream, as the trace decoder sees it. */
 static void test_trace(void **state)
 {
-    size_t checked = 0;
+    size_t checked = 0, with_sql = 0;
     json_t *c;
     size_t i;
     json_array_foreach(env.all, i, c) {
@@ -1472,11 +1496,15 @@ static void test_trace(void **state)
         int rc = decode_file("trace", b.data, b.len, &events, why, sizeof why);
         if (rc != CP_OK) fail_msg("trace of %s does not decode: %s", jstr(c, "id"), why);
         assert_true(events >= 2); /* at least the root ENTER and EXIT */
+        int ran_sql = sql_tags(b.data, b.len) > 0;
+        if (jbool(c, "sql") != ran_sql) fail_msg("call %s: sql %d, its trace has sql tags: %d", jstr(c, "id"), jbool(c, "sql"), ran_sql);
+        with_sql += ran_sql;
         cp_buf_free(&b);
         cp_buf_free(&h);
         checked++;
     }
     assert_true(checked > 0);
+    assert_true(with_sql > 0 && with_sql < checked);
 }
 
 /* Several clients at once get the same answers as one client alone. */

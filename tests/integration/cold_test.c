@@ -560,6 +560,7 @@ static int on_hot(void *ud, const cp_call *c)
     json_object_set_new(row, "thread", json_stringn(c->thread, c->thread_len));
     json_object_set_new(row, "method_id", str_i64(c->method_id));
     json_object_set_new(row, "trace_reason", c->trace_reason ? json_string(c->trace_reason) : json_null());
+    json_object_set_new(row, "has_sql", json_boolean(c->sql));
     (void)r;
     json_object_set_new(h->rows, key, row);
     /* the trace is read after the search (one reader runs one operation at a time) */

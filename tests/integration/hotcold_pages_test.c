@@ -163,6 +163,7 @@ static void make_call(tcall *t, size_t i, uint64_t *rng)
     c->method = methods[c->method_id], c->method_len = strlen(c->method);
     c->thread = threads[rnd(rng, CP_ARRAY_LEN(threads))], c->thread_len = strlen(c->thread);
     c->error = rnd(rng, 6) == 0;
+    c->sql = i % 5 == 2;
 
     /* params as the hot tier keeps them: names sorted, cp_json_str escaping */
     cp_buf b;
@@ -514,7 +515,7 @@ static const char *call_diff(const cp_call *w, const cp_call *g)
     NUM(ts_ms) NUM(duration_ms) NUM(cpu_time) NUM(wait_time) NUM(memory_used) NUM(non_blocking) NUM(queue_wait_ms)
     NUM(suspend_ms) NUM(calls) NUM(transactions) NUM(logs_generated) NUM(logs_written) NUM(file_read)
     NUM(file_written) NUM(net_read) NUM(net_written) STR(ns) STR(service) STR(pod) NUM(restart_ms) NUM(method_id)
-    STR(method) STR(thread) STR(params_json) NUM(error) NUM(trace_file_index) NUM(buffer_offset) NUM(record_index)
+    STR(method) STR(thread) STR(params_json) NUM(error) NUM(sql) NUM(trace_file_index) NUM(buffer_offset) NUM(record_index)
 #undef NUM
 #undef STR
     if (g->trace) return "trace";

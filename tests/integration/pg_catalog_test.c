@@ -186,6 +186,7 @@ static void make_call(tcall *t, size_t i, int64_t base, int64_t span, uint64_t *
         size_t len = 1 + test_rand(rng) % sizeof t->trace;
         for (size_t k = 0; k < len; k++) t->trace[k] = (uint8_t)(test_rand(rng) >> 7);
         c->trace = t->trace, c->trace_len = len;
+        c->sql = i % 3 == 1; /* only a call with a trace can have run SQL */
     }
 }
 
@@ -227,6 +228,7 @@ static void assert_call_equal(const cp_call *w, const cp_call *g, int with_trace
     assert_true(str_eq(g->thread, g->thread_len, w->thread, w->thread_len));
     assert_true(str_eq(g->params_json, g->params_json_len, w->params_json, w->params_json_len));
     assert_int_equal(g->error, w->error);
+    assert_int_equal(g->sql, w->sql);
     assert_int_equal(g->trace_file_index, w->trace_file_index);
     assert_int_equal(g->buffer_offset, w->buffer_offset);
     assert_int_equal(g->record_index, w->record_index);
@@ -265,7 +267,7 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
                  " c.logs_written, c.file_read, c.file_written, c.net_read, c.net_written, c.namespace,"
                  " c.service_name, c.pod_name, c.restart_time, c.method, c.params, c.trace_file_index,"
                  " c.buffer_offset, c.record_index, c.method_name, c.thread, c.error, c.pod_hash, c.trace_reason,"
-                 " c.trace FROM %s c",
+                 " c.trace, c.has_sql FROM %s c",
                  name);
         PGresult *r = PQexecParams(db, sql, 0, NULL, NULL, NULL, NULL, 1);
         if (PQresultStatus(r) != PGRES_TUPLES_OK) fail_msg("%s: %s", sql, PQerrorMessage(db));
@@ -290,6 +292,7 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
             g.trace_reason = PQgetisnull(r, i, 29) ? NULL : PQgetvalue(r, i, 29);
             if (!PQgetisnull(r, i, 30))
                 g.trace = (const uint8_t *)PQgetvalue(r, i, 30), g.trace_len = (size_t)PQgetlength(r, i, 30);
+            g.sql = b32(r, i, 31);
             assert_true(g.record_index >= 0 && (size_t)g.record_index < n);
             const cp_call *w = &t[g.record_index].c;
             assert_call_equal(w, &g, 1);
@@ -308,12 +311,12 @@ static size_t check_tables(PGconn *db, const tcall *t, size_t n, int *seen)
 static void test_migrations(void **state)
 {
     (void)state;
-    assert_int_equal(cp_catalog_pg_schema_version(), 9);
+    assert_int_equal(cp_catalog_pg_schema_version(), 10);
     assert_int_equal(cp_catalog_pg_schema_version(), cp_catalog_sqlite_schema_version());
     assert_non_null(cp_catalog_pg_migration(1));
-    assert_non_null(cp_catalog_pg_migration(9));
+    assert_non_null(cp_catalog_pg_migration(10));
     assert_null(cp_catalog_pg_migration(0));
-    assert_null(cp_catalog_pg_migration(10));
+    assert_null(cp_catalog_pg_migration(11));
     assert_true(cp_catalog_is_postgres("postgres://x/y"));
     assert_true(cp_catalog_is_postgres("postgresql://x/y"));
     assert_false(cp_catalog_is_postgres("/tmp/catalog.db"));
@@ -324,8 +327,8 @@ static void test_migrations(void **state)
     cat = open_cat(url); /* again: nothing to apply */
     cp_catalog_close(cat);
     PGconn *db = raw_connect(url);
-    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 9);
-    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 9);
+    assert_int_equal(q_int(db, "SELECT count(*) FROM schema_migrations"), 10);
+    assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), 10);
     assert_true(q_int(db, "SELECT min(applied_ms) FROM schema_migrations") > T2023);
     static const char *const tables[] = {"pods", "pod_restarts", "dictionary", "params", "dumps", "s3_files",
                                          "inventory", "streams", "call_counts", "inverted_indexes",

@@ -967,6 +967,7 @@ static json_t *calls_expected(const gcall *g)
     v[CP_COLD_C_THREAD] = js_str(c->thread, c->thread_len);
     v[CP_COLD_C_METHOD_ID] = js_i64(c->method_id);
     v[CP_COLD_C_TRACE_REASON] = c->trace_reason ? json_string(c->trace_reason) : json_null();
+    v[CP_COLD_C_HAS_SQL] = json_boolean(c->sql);
     for (size_t i = 0; i < CP_COLD_C_COUNT; i++) json_object_set_new(o, cp_cold_calls_schema[i].name, v[i]);
     return o;
 }
@@ -1091,6 +1092,7 @@ static void gen_calls(size_t n)
                 c->trace = g->trace;
                 c->trace_len = len;
                 c->trace_reason = NULL;
+                c->sql = c->record_index % 4 == 0; /* no draw: the other columns stay as they were */
             }
         }
     }
@@ -1158,6 +1160,7 @@ static int64_t call_int(const cp_call *c, size_t col)
     case CP_COLD_C_NET_WRITTEN: return c->net_written;
     case CP_COLD_C_RESTART: return c->restart_ms;
     case CP_COLD_C_METHOD_ID: return c->method_id;
+    case CP_COLD_C_HAS_SQL: return c->sql;
     }
     return 0;
 }

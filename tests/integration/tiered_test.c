@@ -118,6 +118,7 @@ static void make_call(tcall *t, size_t i, uint64_t *rng)
         size_t len = 20 + test_rand(rng) % 300;
         for (size_t k = 0; k < len; k++) t->trace[k] = (uint8_t)(test_rand(rng) >> 7);
         c->trace = t->trace, c->trace_len = len;
+        c->sql = i % 3 == 1; /* only a call with a trace can have run SQL */
     }
 }
 
@@ -570,6 +571,7 @@ static void assert_call_equal(const cp_call *want, const cp_call *got, int with_
         fail_msg("params_json\n got  %.*s\n want %.*s", (int)got->params_json_len, got->params_json,
                  (int)want->params_json_len, want->params_json);
     assert_int_equal(got->error, want->error);
+    assert_int_equal(got->sql, want->sql);
     assert_int_equal(got->trace_file_index, want->trace_file_index);
     assert_int_equal(got->buffer_offset, want->buffer_offset);
     assert_int_equal(got->record_index, want->record_index);
@@ -730,6 +732,66 @@ static void test_row_round_trip(void **state)
     assert_int_equal(c.record_index, INT32_MAX);
     cp_buf_free(&json);
     cp_cold_rowbuf_free(rb);
+}
+
+typedef struct mem_file {
+    cp_buf b;
+} mem_file;
+
+static int mem_sink(void *ud, const void *p, size_t n) { return cp_buf_append(&((mem_file *)ud)->b, p, n); }
+
+static int mem_pread(void *ud, void *dst, size_t n, uint64_t off)
+{
+    const mem_file *m = ud;
+    if (off > m->b.len || n > m->b.len - off) return CP_EIO;
+    memcpy(dst, m->b.data + off, n);
+    return CP_OK;
+}
+
+/* A calls file of a build before has_sql (the schema without its last column) reads as
+ * before, every call with sql 0; a file with it gives the flags back. */
+static void test_file_without_has_sql(void **state)
+{
+    fixture *fx = *state;
+    assert_int_equal(CP_COLD_C_HAS_SQL, CP_COLD_C_COUNT - 1);
+    for (int with = 0; with < 2; with++) {
+        mem_file m;
+        cp_buf_init(&m.b);
+        cp_pq_writer *w;
+        char err[256];
+        size_t ncols = with ? CP_COLD_C_COUNT : CP_COLD_C_COUNT - 1;
+        assert_int_equal(cp_pq_writer_new(cp_cold_calls_schema, ncols, NULL, mem_sink, &m, &w, err, sizeof err), CP_OK);
+        cp_cold_rowbuf *rb;
+        assert_int_equal(cp_cold_rowbuf_new(&rb), CP_OK);
+        size_t n = fx->n < 50 ? fx->n : 50, nsql = 0;
+        for (size_t i = 0; i < n; i++) {
+            cp_pq_value row[CP_COLD_C_COUNT];
+            assert_int_equal(cp_cold_call_row(rb, &fx->calls[i].c, row), CP_OK);
+            assert_int_equal(cp_pq_writer_add(w, row), CP_OK);
+            nsql += fx->calls[i].c.sql;
+        }
+        assert_true(nsql > 0);
+        assert_int_equal(cp_pq_writer_finish(w), CP_OK);
+        cp_pq_writer_free(w);
+        cp_cold_rowbuf_free(rb);
+        cp_pq_reader *r;
+        assert_int_equal(cp_pq_reader_open(mem_pread, &m, m.b.len, &r, err, sizeof err), CP_OK);
+        assert_int_equal(cp_pq_reader_find(r, "has_sql") >= 0, with);
+        cp_cold_rows *d;
+        if (cp_cold_rows_open(r, &d, err, sizeof err) != CP_OK) fail_msg("open: %s", err);
+        assert_int_equal(cp_cold_rows_read(d, 0, CP_COLD_COLS_ALL, err, sizeof err), CP_OK);
+        assert_int_equal(cp_cold_rows_count(d), n);
+        for (size_t i = 0; i < n; i++) {
+            cp_call c;
+            assert_int_equal(cp_cold_rows_call(d, i, 1, &c), CP_OK);
+            cp_call want = fx->calls[i].c;
+            if (!with) want.sql = 0;
+            assert_call_equal(&want, &c, 1);
+        }
+        cp_cold_rows_free(d);
+        cp_pq_reader_free(r);
+        cp_buf_free(&m.b);
+    }
 }
 
 /* The data set is laid out as the top says. */
@@ -1480,7 +1542,7 @@ static void test_missing_and_damaged(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_row_round_trip),  cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_row_round_trip),  cmocka_unit_test(test_file_without_has_sql),  cmocka_unit_test(test_layout),
         cmocka_unit_test(test_search_filters),  cmocka_unit_test(test_sort_columns),
         cmocka_unit_test(test_keyset_all_rows), cmocka_unit_test(test_limit_more),
         cmocka_unit_test(test_callback_stop),   cmocka_unit_test(test_max_scan),

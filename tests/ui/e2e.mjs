@@ -116,6 +116,17 @@ async function walk(browser, width, height) {
   await shot(page, size, 'calls');
   log(`2. calls: ${all.calls.length} calls of ${SERVICE}, newest first`);
 
+  // 2a. the `sql` tag (ui.md §3.3) on the calls that ran SQL, and only on them
+  const sqlCall = all.calls.find((c) => c.sql);
+  const plainCall = all.calls.find((c) => !c.sql);
+  assert.ok(sqlCall && plainCall, 'the fixture has calls with and without SQL');
+  for (const [c, n] of [[sqlCall, 1], [plainCall, 0]]) {
+    const r = page.locator(`[data-testid=calls-row][data-id="${c.id}"]`);
+    await r.scrollIntoViewIfNeeded();
+    assert.equal(await r.getByTestId('call-sql').count(), n, `sql tag on ${c.id}`);
+  }
+  log(`2a. sql tag: ${all.calls.filter((c) => c.sql).length} calls ran SQL`);
+
   // 2b. the GC overlay: the pod's pauses (the harness uploaded a GC log among its calls)
   const gcApi = await api(`/gc?${win}&namespace=${encodeURIComponent(NS)}&pod=${encodeURIComponent(POD)}`);
   assert.ok(gcApi.pauses.length >= 5, `GC pauses in the window: ${gcApi.pauses.length}`);

@@ -88,7 +88,7 @@ typedef struct got_call {
     uint8_t *blob;
     size_t blob_len;
     const char *reason;
-    int error;
+    int error, sql;
     int32_t suspend;
 } got_call;
 
@@ -122,6 +122,7 @@ static int io_emit(void *ud, const cp_call *c)
     o->params = dup_n(c->params_json, c->params_json_len);
     o->reason = c->trace_reason;
     o->error = c->error;
+    o->sql = c->sql;
     o->suspend = c->suspend_ms;
     assert_string_equal(c->ns, "test-ns");
     assert_int_equal(c->restart_ms, 1690201577000);
@@ -406,6 +407,37 @@ static void test_params_resolved(void **state)
     got_free(&g);
 }
 
+/* The `sql` tag (ui.md §3.3): set exactly on the calls whose blob holds a value of the
+ * sql stream (kind 3); xml values alone do not set it. The fixture has both kinds. */
+static void test_sql_flag(void **state)
+{
+    (void)state;
+    static got g;
+    run(&g, 1, 0, SIZE_MAX, NULL);
+    size_t with_sql = 0, xml_only = 0, without = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        int has_sql = 0, has_xml = 0;
+        if (g.c[i].blob) {
+            cp_blob *b = NULL;
+            char err[128];
+            assert_int_equal(cp_blob_open(g.c[i].blob, g.c[i].blob_len, &b, err, sizeof err), CP_OK);
+            for (size_t k = 0; k < b->nvalues; k++) {
+                has_sql |= b->values[k].kind == 3;
+                has_xml |= b->values[k].kind == 1;
+            }
+            cp_blob_free(b);
+        }
+        assert_int_equal(g.c[i].sql, has_sql);
+        with_sql += has_sql;
+        xml_only += has_xml && !has_sql;
+        without += !has_sql;
+    }
+    assert_true(with_sql > 0);
+    assert_true(without > 0);
+    (void)xml_only;
+    got_free(&g);
+}
+
 /* Calls before their traces, and sql/xml values arriving late, give the same blobs. */
 static void test_order_independent(void **state)
 {
@@ -427,6 +459,7 @@ static void test_order_independent(void **state)
         assert_memory_equal(a.c[i].blob, b.c[i].blob, a.c[i].blob_len);
         assert_string_equal(a.c[i].params, b.c[i].params);
         assert_int_equal(a.c[i].suspend, b.c[i].suspend);
+        assert_int_equal(a.c[i].sql, b.c[i].sql);
     }
     got_free(&a);
     got_free(&b);
@@ -561,7 +594,7 @@ int main(void)
         cmocka_unit_test(test_every_call_assembled), cmocka_unit_test(test_params_resolved),
         cmocka_unit_test(test_order_independent),    cmocka_unit_test(test_cut_trace_keeps_calls),
         cmocka_unit_test(test_trace_wait_bound),     cmocka_unit_test(test_unpersisted_roots_not_kept),
-        cmocka_unit_test(test_value_cache),
+        cmocka_unit_test(test_value_cache),          cmocka_unit_test(test_sql_flag),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

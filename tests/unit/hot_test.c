@@ -108,6 +108,7 @@ static void make_call(tcall *t, size_t i, uint64_t *rng)
         size_t len = 20 + test_rand(rng) % 300;
         for (size_t k = 0; k < len; k++) t->trace[k] = (uint8_t)(test_rand(rng) >> 7);
         c->trace = t->trace, c->trace_len = len;
+        c->sql = i % 3 == 1; /* only a call with a trace can have run SQL */
     }
 }
 
@@ -368,6 +369,7 @@ static void assert_call_equal(const cp_call *want, const cp_call *got, int with_
     assert_int_equal(got->params_json_len, want->params_json_len);
     assert_memory_equal(got->params_json, want->params_json, want->params_json_len);
     assert_int_equal(got->error, want->error);
+    assert_int_equal(got->sql, want->sql);
     assert_int_equal(got->trace_file_index, want->trace_file_index);
     assert_int_equal(got->buffer_offset, want->buffer_offset);
     assert_int_equal(got->record_index, want->record_index);
@@ -1174,7 +1176,8 @@ static void test_migration_from_v1(void **state)
 }
 
 /* Migration 7 (issue 18): a window of the old layout (calls_ + traces_, an inventory
- * row for each) becomes one table with the blobs in its rows, on both databases. */
+ * row for each) becomes one table with the blobs in its rows, on both databases; and
+ * migration 10 (issue 19) adds the has_sql column a window of before lacks. */
 static void test_migration_traces_folded(void **state)
 {
     (void)state;
@@ -1209,10 +1212,15 @@ static void test_migration_traces_folded(void **state)
              " status, 'traces', 'traces_20260101_1200', created_time, %d, 0, 0, batch, rollup FROM inventory"
              " WHERE table_name = 'calls_20260101_1200';"
              "DROP INDEX calls_20260101_1200_pod;"
+             "ALTER TABLE calls_20260101_1200 DROP COLUMN has_sql;"
              "DELETE FROM schema_migrations WHERE version >= 7",
              pg ? "bigint" : "INTEGER", pg ? "bigint" : "INTEGER", pg ? "bigint" : "INTEGER", pg ? "bytea" : "BLOB",
              with_trace);
     raw_sql(&fx, sql);
+    /* migration 10 gives the window its has_sql column back: 0 for the calls stored before */
+    int had_sql = 0;
+    for (size_t i = 0; i < N; i++) had_sql += t[i].c.sql, t[i].c.sql = 0;
+    assert_true(had_sql > 0);
     /* the next start migrates */
     open_catalog(&fx);
     cp_catalog_close(fx.cat);
@@ -1238,12 +1246,22 @@ static void test_migration_traces_folded(void **state)
         assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200 WHERE trace IS NOT NULL"), with_trace);
         assert_int_equal(q_int(db, "SELECT max(version) FROM schema_migrations"), cp_catalog_sqlite_schema_version());
         assert_int_equal(q_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'calls_20260101_1200_pod'"), 1);
+        assert_int_equal(q_int(db, "SELECT count(*) FROM calls_20260101_1200 WHERE has_sql = 0"), N);
         sqlite3_close(db);
     } else {
         assert_int_equal(raw_int(&fx, "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'traces%'"), 0);
         assert_int_equal(raw_int(&fx, "SELECT count(*) FROM inventory WHERE table_type = 'traces'"), 0);
         assert_int_equal(raw_int(&fx, "SELECT count(*) FROM calls_20260101_1200 WHERE trace IS NOT NULL"), with_trace);
         assert_int_equal(raw_int(&fx, "SELECT count(*) FROM pg_indexes WHERE indexname = 'calls_20260101_1200_pod'"), 1);
+        assert_int_equal(raw_int(&fx, "SELECT count(*) FROM calls_20260101_1200 WHERE has_sql = 0"), N);
+        /* a window an older build made after the migration (rolling upgrade): the next
+         * windows_prepare of this build gives it the column */
+        raw_sql(&fx, "ALTER TABLE calls_20260101_1200 DROP COLUMN has_sql");
+        open_catalog(&fx);
+        assert_int_equal(cp_catalog_windows_prepare(fx.cat, T2026), CP_OK);
+        assert_int_equal(cp_catalog_commit(fx.cat), CP_OK);
+        cp_catalog_close(fx.cat);
+        assert_int_equal(raw_int(&fx, "SELECT count(*) FROM calls_20260101_1200 WHERE has_sql = 0"), N);
     }
     free(t);
     remove_tree(fx.dir);

@@ -176,6 +176,14 @@ static const char *const migrations[] = {
     "  role text NOT NULL, action text NOT NULL, target text NOT NULL, namespace text,"
     "  outcome text NOT NULL, remote text NOT NULL, detail text NOT NULL DEFAULT '{}');"
     "CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log (time_ms, id);",
+
+    /* 10: the has_sql column of hot windows, as SQLite's migration 10 */
+    "DO $$ DECLARE t record; BEGIN"
+    " FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = ANY (current_schemas(false))"
+    "  AND tablename ~ '^calls_[0-9]{8}_[0-9]{4}(_[1-9][0-9]{0,5})?$' LOOP"
+    "  EXECUTE format('ALTER TABLE %I ADD COLUMN IF NOT EXISTS has_sql integer NOT NULL DEFAULT 0', t.tablename);"
+    " END LOOP;"
+    "END $$;",
 };
 
 int cp_catalog_pg_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -774,7 +782,7 @@ enum { /* compact_calls's columns */
     K_TIME, K_CPU, K_WAIT, K_MEMORY, K_DURATION, K_NONBLOCKING, K_QUEUE, K_SUSPEND, K_CALLS, K_TRANSACTIONS,
     K_LOGS_GEN, K_LOGS_WRITTEN, K_FILE_READ, K_FILE_WRITTEN, K_NET_READ, K_NET_WRITTEN, K_NS, K_SERVICE, K_POD,
     K_RESTART, K_METHOD_ID, K_PARAMS, K_TFI, K_OFFSET, K_RECORD, K_METHOD, K_THREAD, K_ERROR, K_REASON, K_TRACE,
-    K_POD_HASH, /* only for the order */
+    K_HAS_SQL, K_POD_HASH, /* only for the order */
     K_COUNT
 };
 
@@ -783,7 +791,7 @@ static const char compact_columns[] =
     " c.suspend_duration, c.calls, c.transactions, c.logs_generated, c.logs_written, c.file_read, c.file_written,"
     " c.net_read, c.net_written, c.namespace, c.service_name, c.pod_name, c.restart_time, c.method, c.params,"
     " c.trace_file_index, c.buffer_offset, c.record_index, c.method_name, c.thread, c.error, c.trace_reason,"
-    " c.trace, c.pod_hash";
+    " c.trace, c.has_sql, c.pod_hash";
 
 static int64_t col64(const PGresult *r, int i, int k) { return (int64_t)cp_be64((const uint8_t *)PQgetvalue(r, i, k)); }
 static int32_t col32(const PGresult *r, int i, int k) { return (int32_t)cp_be32((const uint8_t *)PQgetvalue(r, i, k)); }
@@ -819,6 +827,7 @@ static void call_of(const PGresult *r, int i, cp_call *c)
     c->method = PQgetvalue(r, i, K_METHOD), c->method_len = (size_t)PQgetlength(r, i, K_METHOD);
     c->thread = PQgetvalue(r, i, K_THREAD), c->thread_len = (size_t)PQgetlength(r, i, K_THREAD);
     c->error = col32(r, i, K_ERROR) != 0;
+    c->sql = col32(r, i, K_HAS_SQL) != 0;
     if (!PQgetisnull(r, i, K_TRACE)) {
         c->trace = (const uint8_t *)PQgetvalue(r, i, K_TRACE);
         c->trace_len = (size_t)PQgetlength(r, i, K_TRACE);

@@ -187,6 +187,11 @@ static const char *const migrations[] = {
     "  role TEXT NOT NULL, action TEXT NOT NULL, target TEXT NOT NULL, namespace TEXT,"
     "  outcome TEXT NOT NULL, remote TEXT NOT NULL, detail TEXT NOT NULL DEFAULT '{}');"
     "CREATE INDEX IF NOT EXISTS audit_log_time ON audit_log (time_ms, id);",
+
+    /* 10: the `sql` tag of the calls list (issue 19, ui.md §3.3): add_has_sql() gives every
+     * existing calls_ table the has_sql column (1: the call's trace references a value of
+     * the sql stream), 0 for the calls stored before; new windows are created with it. */
+    "SELECT 1;",
 };
 
 int cp_catalog_sqlite_schema_version(void) { return (int)CP_ARRAY_LEN(migrations); }
@@ -280,6 +285,25 @@ static int index_pods(sqlite_catalog *c)
     return st;
 }
 
+/* Migration 10's per-window part: the has_sql column on every calls_ table (ADD COLUMN
+ * with a constant default rewrites nothing). */
+static int add_has_sql(sqlite_catalog *c)
+{
+    cp_buf names;
+    cp_buf_init(&names);
+    int st = list_windows(c, &names);
+    char sql[256];
+    for (size_t off = 0; st == CP_OK && off < names.len;) {
+        const char *calls = (const char *)names.data + off;
+        off += strlen(calls) + 1;
+        if (has_column(c->db, calls, "has_sql")) continue;
+        snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN has_sql INTEGER NOT NULL DEFAULT 0", calls);
+        st = cp_sq_exec(c, sql, "add a window's has_sql column");
+    }
+    cp_buf_free(&names);
+    return st;
+}
+
 /* Migration 7's per-window part: every calls_ table gets the trace column, filled from
  * its traces_ table (same row ids), which is then dropped. Runs in the migration's
  * transaction, so a crash leaves the old layout whole. */
@@ -327,6 +351,7 @@ static int apply_migration(sqlite_catalog *c, int version, const char *sql)
     if (st == CP_OK && cur < version) {
         if (version == 7) st = fold_traces(c);
         if (version == 8) st = index_pods(c);
+        if (version == 10) st = add_has_sql(c);
         if (st == CP_OK) st = cp_sq_exec(c, sql, "apply migration");
         if (st == CP_OK) st = cp_sq_exec(c, rec, "record migration");
     }

@@ -277,7 +277,7 @@ static int table_exists(sqlite3 *db, const char *name)
     "time, cpu_time, wait_time, memory_used, duration, non_blocking, queue_wait_duration, suspend_duration, calls," \
     " transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written, namespace,"     \
     " service_name, pod_name, restart_time, method, params, trace_file_index, buffer_offset, record_index,"       \
-    " method_name, thread, trace_reason, id, pod_hash"
+    " method_name, thread, trace_reason, id, pod_hash, has_sql"
 
 /* The claim's calls in compaction order: one UNION ALL over its tables, sorted by
  * SQLite (on disk if large); traces are fetched by row id per call (a second statement
@@ -337,6 +337,7 @@ static void row_call(sqlite3_stmt *s, cp_call *k)
     k->method = col_text(s, 25, &k->method_len);
     k->thread = col_text(s, 26, &k->thread_len);
     k->trace_reason = (const char *)sqlite3_column_text(s, 27);
+    k->sql = sqlite3_column_int(s, 30) != 0;
 }
 
 static int snap_open(sqlite_catalog *c)
@@ -370,7 +371,7 @@ static int claim_scan(sqlite_catalog *c, char (*names)[CP_HOT_NAME_LEN], size_t 
     while (st == CP_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         cp_call k;
         row_call(q, &k);
-        size_t tbl = (size_t)sqlite3_column_int64(q, 30);
+        size_t tbl = (size_t)sqlite3_column_int64(q, 31);
         sqlite3_stmt *t = tbl < n ? tr[tbl] : NULL;
         if (t) {
             sqlite3_bind_int64(t, 1, sqlite3_column_int64(q, 28));

@@ -70,7 +70,7 @@ int cp_pgcopy_send(PGconn *conn, const char *sql, const uint8_t *data, size_t le
 int cp_pg_window_ddl(cp_buf *out, const char *suffix);
 /* The column list of calls_X in COPY order (the hot writer's tuples). */
 extern const char cp_pg_calls_columns[];
-#define CP_PG_CALLS_FIELDS 32
+#define CP_PG_CALLS_FIELDS 33
 /* Appends the COPY tuple of one call (calls_X, its trace blob included) with row id `id`. */
 int cp_pg_call_tuple(cp_buf *calls, const cp_call *c, int64_t id);
 

@@ -123,6 +123,7 @@ static int call_from_row(const cp_pq_value *row, uint32_t cols, cp_buf *json, in
     c->method = str_of(&row[CP_COLD_C_METHOD], &c->method_len);
     c->thread = str_of(&row[CP_COLD_C_THREAD], &c->thread_len);
     c->method_id = (int32_t)row[CP_COLD_C_METHOD_ID].i;
+    c->sql = row[CP_COLD_C_HAS_SQL].i != 0;
     c->params_json = "{}";
     c->params_json_len = 2;
     if (cols & CP_COLD_COL(CP_COLD_C_PARAMS)) {
@@ -194,7 +195,8 @@ static int kind_of(cp_pq_type t)
 
 static int optional_column(int col)
 {
-    return col == CP_COLD_C_THREAD || col == CP_COLD_C_METHOD_ID || col == CP_COLD_C_TRACE_REASON;
+    return col == CP_COLD_C_THREAD || col == CP_COLD_C_METHOD_ID || col == CP_COLD_C_TRACE_REASON ||
+           col == CP_COLD_C_HAS_SQL;
 }
 
 int cp_cold_rows_open(cp_pq_reader *r, cp_cold_rows **out, char *err, size_t errlen)

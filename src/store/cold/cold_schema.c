@@ -34,6 +34,7 @@ const cp_pq_column cp_cold_calls_schema[CP_COLD_C_COUNT] = {
     [CP_COLD_C_THREAD] = {"thread", CP_PQ_STRING, 0, 1},
     [CP_COLD_C_METHOD_ID] = {"method_id", CP_PQ_I32, 0, 0},
     [CP_COLD_C_TRACE_REASON] = {"trace_reason", CP_PQ_STRING, 1, 1},
+    [CP_COLD_C_HAS_SQL] = {"has_sql", CP_PQ_BOOL, 0, 0},
 };
 
 const cp_pq_column cp_cold_dumps_schema[CP_COLD_D_COUNT] = {
@@ -227,5 +228,6 @@ int cp_cold_call_row(cp_cold_rowbuf *rb, const cp_call *c, cp_pq_value row[CP_CO
         row[CP_COLD_C_TRACE_REASON].b = str_bytes(c->trace_reason, strlen(c->trace_reason));
     else
         row[CP_COLD_C_TRACE_REASON].null = 1;
+    row[CP_COLD_C_HAS_SQL].i = c->sql != 0;
     return CP_OK;
 }

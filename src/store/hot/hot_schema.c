@@ -108,7 +108,8 @@ int cp_hot_window_ddl(cp_buf *out, const char *s)
         " pod_name TEXT NOT NULL, restart_time INTEGER NOT NULL, method INTEGER NOT NULL,"
         " params TEXT NOT NULL, trace_file_index INTEGER NOT NULL, buffer_offset INTEGER NOT NULL,"
         " record_index INTEGER NOT NULL, method_name TEXT NOT NULL, thread TEXT NOT NULL,"
-        " error INTEGER NOT NULL, pod_hash INTEGER NOT NULL, trace_reason TEXT, trace BLOB);"
+        " error INTEGER NOT NULL, pod_hash INTEGER NOT NULL, trace_reason TEXT, trace BLOB,"
+        " has_sql INTEGER NOT NULL DEFAULT 0);"
         "CREATE INDEX IF NOT EXISTS calls_%s_time ON calls_%s (time);"
         "CREATE INDEX IF NOT EXISTS calls_%s_duration ON calls_%s (duration, time DESC);"
         "CREATE INDEX IF NOT EXISTS calls_%s_pod ON calls_%s (pod_hash, time);",

@@ -435,9 +435,9 @@ static int window_prepare_stmts(cp_hot_writer *w, hot_window *x, char *err, size
                            " logs_written, file_read, file_written, net_read, net_written, namespace,"
                            " service_name, pod_name, restart_time, method, params, trace_file_index,"
                            " buffer_offset, record_index, method_name, thread, error, pod_hash, trace_reason,"
-                           " trace)"
+                           " trace, has_sql)"
                            " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,"
-                           " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
+                           " ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)",
                            x->suffix);
     if (st != CP_OK || cp_buf_putc(&w->sql, 0) != CP_OK) {
         snprintf(err, errlen, "out of memory");
@@ -490,6 +490,7 @@ static void bind_call(sqlite3_stmt *s, const cp_call *c, int64_t pod_hash)
     else sqlite3_bind_null(s, 30);
     if (c->trace) sqlite3_bind_blob64(s, 31, c->trace, (sqlite3_uint64)c->trace_len, SQLITE_STATIC);
     else sqlite3_bind_null(s, 31);
+    sqlite3_bind_int(s, 32, c->sql ? 1 : 0);
 }
 
 /* Steps an INSERT once and resets it. */

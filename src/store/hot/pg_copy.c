@@ -184,7 +184,8 @@ int cp_pg_window_ddl(cp_buf *out, const char *s)
         " restart_time bigint NOT NULL, method integer NOT NULL, params text NOT NULL,"
         " trace_file_index integer NOT NULL, buffer_offset integer NOT NULL, record_index integer NOT NULL,"
         " method_name text COLLATE \"C\" NOT NULL, thread text COLLATE \"C\" NOT NULL,"
-        " error integer NOT NULL, pod_hash bigint NOT NULL, trace_reason text, trace bytea);"
+        " error integer NOT NULL, pod_hash bigint NOT NULL, trace_reason text, trace bytea,"
+        " has_sql integer NOT NULL DEFAULT 0);"
         "CREATE INDEX IF NOT EXISTS calls_%s_time ON calls_%s (time);"
         "CREATE INDEX IF NOT EXISTS calls_%s_duration ON calls_%s (duration, time DESC);"
         "CREATE INDEX IF NOT EXISTS calls_%s_pod ON calls_%s (pod_hash, time);",
@@ -195,7 +196,7 @@ const char cp_pg_calls_columns[] =
     "id, time, cpu_time, wait_time, memory_used, duration, non_blocking, queue_wait_duration, suspend_duration,"
     " calls, transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written,"
     " namespace, service_name, pod_name, restart_time, method, params, trace_file_index, buffer_offset,"
-    " record_index, method_name, thread, error, pod_hash, trace_reason, trace";
+    " record_index, method_name, thread, error, pod_hash, trace_reason, trace, has_sql";
 
 int cp_pg_call_tuple(cp_buf *calls, const cp_call *c, int64_t id)
 {
@@ -204,7 +205,7 @@ int cp_pg_call_tuple(cp_buf *calls, const cp_call *c, int64_t id)
     size_t reason_len = c->trace_reason ? strlen(c->trace_reason) : 0;
     size_t text = c->ns_len + c->service_len + c->pod_len + params_len + c->method_len + c->thread_len + reason_len;
     if (c->trace && c->trace_len > INT32_MAX) return CP_ELIMIT;
-    size_t need = 32 * 4 + 16 * 8 + 12 * 4 + 3 * text + (c->trace ? c->trace_len : 0);
+    size_t need = 33 * 4 + 16 * 8 + 13 * 4 + 3 * text + (c->trace ? c->trace_len : 0);
     if (cp_pgcopy_tuple(calls, CP_PG_CALLS_FIELDS, need) != CP_OK) return CP_ENOMEM;
     int64_t pod_hash = (int64_t)cp_pod_hash(c->ns, c->ns_len, c->pod, c->pod_len);
     cp_pgcopy_i64(calls, id);
@@ -241,5 +242,6 @@ int cp_pg_call_tuple(cp_buf *calls, const cp_call *c, int64_t id)
     else cp_pgcopy_null(calls);
     if (c->trace) cp_pgcopy_bytes(calls, c->trace, c->trace_len);
     else cp_pgcopy_null(calls);
+    cp_pgcopy_i32(calls, c->sql ? 1 : 0);
     return CP_OK;
 }

@@ -399,6 +399,33 @@ int cp_pg_hot_put(pg_hot *h, const cp_call *c)
     return st;
 }
 
+/* Windows without the has_sql column (migration 10): an older build sharing this database
+ * during a rolling upgrade creates its windows with its own DDL after the migration ran.
+ * Readers select has_sql from every window, so such a window gets it here, at most a
+ * minute after it appeared (only those lacking it are altered: no lock on the others). */
+static int windows_add_has_sql(pg_hot *h)
+{
+    pg_catalog *c = h->c;
+    PGresult *r = cp_pg_query(c,
+                              "SELECT t.relname FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace"
+                              " WHERE n.nspname = ANY (current_schemas(false)) AND t.relkind = 'r'"
+                              " AND t.relname ~ '^calls_[0-9]{8}_[0-9]{4}(_[1-9][0-9]{0,5})?$'"
+                              " AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = t.oid"
+                              " AND a.attname = 'has_sql' AND NOT a.attisdropped)",
+                              "", NULL, NULL, 0, "list windows without has_sql");
+    if (!r) return CP_EIO;
+    int st = CP_OK;
+    for (int i = 0; st == CP_OK && i < PQntuples(r); i++) {
+        const char *name = PQgetvalue(r, i, 0);
+        if (!cp_hot_calls_name_ok(name)) continue;
+        char sql[128];
+        snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN IF NOT EXISTS has_sql integer NOT NULL DEFAULT 0", name);
+        st = cp_pg_exec(c, sql, "add a window's has_sql column");
+    }
+    PQclear(r);
+    return st;
+}
+
 int cp_pg_hot_prepare(pg_hot *h, int64_t now_ms)
 {
     pg_catalog *c = h->c;
@@ -423,7 +450,7 @@ int cp_pg_hot_prepare(pg_hot *h, int64_t now_ms)
         if (!have) st = window_create(h, start, start + c->window_ms, 0, &created);
     }
     PQclear(r);
-    return st;
+    return st == CP_OK ? windows_add_has_sql(h) : st;
 }
 
 /* ---- flush: targets ------------------------------------------------------------------------ */

@@ -314,6 +314,7 @@ void cp_rd_call_of(const cp_sql_val *c, cp_call *k)
     k->thread = cp_sql_strn(&c[CP_RDC_THREAD], &k->thread_len);
     k->params_json = cp_sql_strn(&c[CP_RDC_PARAMS], &k->params_json_len);
     k->error = i64_of(c, CP_RDC_ERROR) != 0;
+    k->sql = i64_of(c, CP_RDC_HAS_SQL) != 0;
     k->trace_file_index = (int32_t)i64_of(c, CP_RDC_TFI);
     k->buffer_offset = (int32_t)i64_of(c, CP_RDC_BO);
     k->record_index = (int32_t)i64_of(c, CP_RDC_RI);

@@ -121,14 +121,15 @@ int cp_rd_cold_list(const cp_rd_ctx *x, const cp_cold_query *q, int has_maxlen, 
     "time, duration, cpu_time, wait_time, memory_used, non_blocking, queue_wait_duration, suspend_duration,"   \
     " calls, transactions, logs_generated, logs_written, file_read, file_written, net_read, net_written,"      \
     " namespace, service_name, pod_name, restart_time, method, method_name, thread, params,"                  \
-    " CAST(error AS integer) AS error, trace_file_index, buffer_offset, record_index, pod_hash, trace_reason, id"
+    " CAST(error AS integer) AS error, trace_file_index, buffer_offset, record_index, pod_hash, trace_reason,"  \
+    " CAST(has_sql AS integer) AS has_sql, id"
 
 enum {
     CP_RDC_TIME, CP_RDC_DURATION, CP_RDC_CPU, CP_RDC_WAIT, CP_RDC_MEMORY, CP_RDC_NONBLOCKING, CP_RDC_QUEUE,
     CP_RDC_SUSPEND, CP_RDC_CALLS, CP_RDC_TRANSACTIONS, CP_RDC_LOGS_GENERATED, CP_RDC_LOGS_WRITTEN,
     CP_RDC_FILE_READ, CP_RDC_FILE_WRITTEN, CP_RDC_NET_READ, CP_RDC_NET_WRITTEN, CP_RDC_NS, CP_RDC_SERVICE,
     CP_RDC_POD, CP_RDC_RESTART, CP_RDC_METHOD_ID, CP_RDC_METHOD, CP_RDC_THREAD, CP_RDC_PARAMS, CP_RDC_ERROR,
-    CP_RDC_TFI, CP_RDC_BO, CP_RDC_RI, CP_RDC_POD_HASH, CP_RDC_TRACE_REASON, CP_RDC_ID, CP_RDC_COUNT
+    CP_RDC_TFI, CP_RDC_BO, CP_RDC_RI, CP_RDC_POD_HASH, CP_RDC_TRACE_REASON, CP_RDC_HAS_SQL, CP_RDC_ID, CP_RDC_COUNT
 };
 
 /* What a search sorts by: the SQL expression and its column in CP_RD_COLUMNS. Text

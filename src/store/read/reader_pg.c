@@ -464,6 +464,7 @@ static void row_to_call(const PGresult *res, int row, cp_call *c)
     c->thread = val_text(res, row, CP_RDC_THREAD, &c->thread_len);
     c->params_json = val_text(res, row, CP_RDC_PARAMS, &c->params_json_len);
     c->error = val_i64(res, row, CP_RDC_ERROR) != 0;
+    c->sql = val_i64(res, row, CP_RDC_HAS_SQL) != 0;
     c->trace_file_index = (int32_t)val_i64(res, row, CP_RDC_TFI);
     c->buffer_offset = (int32_t)val_i64(res, row, CP_RDC_BO);
     c->record_index = (int32_t)val_i64(res, row, CP_RDC_RI);

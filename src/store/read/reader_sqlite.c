@@ -139,6 +139,7 @@ static void row_to_call(sqlite3_stmt *s, cp_call *c)
     c->thread = col_text(s, CP_RDC_THREAD, &c->thread_len);
     c->params_json = col_text(s, CP_RDC_PARAMS, &c->params_json_len);
     c->error = sqlite3_column_int(s, CP_RDC_ERROR) != 0;
+    c->sql = sqlite3_column_int(s, CP_RDC_HAS_SQL) != 0;
     c->trace_file_index = sqlite3_column_int(s, CP_RDC_TFI);
     c->buffer_offset = sqlite3_column_int(s, CP_RDC_BO);
     c->record_index = sqlite3_column_int(s, CP_RDC_RI);

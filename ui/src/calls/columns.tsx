@@ -62,6 +62,7 @@ function titleCell(c: Call): ComponentChildren {
     <>
       <span class="cl-title-text">{t.text}</span>
       {c.error && <span class="tag tag-red" title={c.params['call.red']?.join(', ')}>error</span>}
+      {c.sql && <span class="tag tag-sql" data-testid="call-sql" title="the call ran SQL (open its tree for the statements)">sql</span>}
       {!c.trace_available && <span class="tag tag-amber" title={`no trace: ${c.trace_dropped_reason ?? 'unknown reason'}`}>no trace</span>}
       {idsChip(c)}
     </>

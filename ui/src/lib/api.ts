@@ -104,6 +104,8 @@ export interface Call {
   net_read: number;
   net_written: number;
   error: boolean;
+  /** the call ran SQL: its trace references a value of the sql stream (ui.md §3.3 tag) */
+  sql?: boolean;
   params: Record<string, string[]>;
   trace_available: boolean;
   trace_dropped_reason: string | null;
