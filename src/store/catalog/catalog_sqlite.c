@@ -268,8 +268,10 @@ static int list_windows(sqlite_catalog *c, cp_buf *names)
     return st;
 }
 
-/* Migration 8's per-window part: the pod index on every calls_ table. */
-static int index_pods(sqlite_catalog *c)
+/* Runs the statement `fmt` (its %s, at most two, is the table name) on every calls_
+ * table, except those that already have `unless_column` (NULL: none). The per-window part
+ * of a migration, inside its transaction. */
+static int alter_windows(sqlite_catalog *c, const char *fmt, const char *unless_column, const char *what)
 {
     cp_buf names;
     cp_buf_init(&names);
@@ -278,30 +280,27 @@ static int index_pods(sqlite_catalog *c)
     for (size_t off = 0; st == CP_OK && off < names.len;) {
         const char *calls = (const char *)names.data + off;
         off += strlen(calls) + 1;
-        snprintf(sql, sizeof sql, "CREATE INDEX IF NOT EXISTS %s_pod ON %s (pod_hash, time)", calls, calls);
-        st = cp_sq_exec(c, sql, "index a window's pods");
+        if (unless_column && has_column(c->db, calls, unless_column)) continue;
+        snprintf(sql, sizeof sql, fmt, calls, calls);
+        st = cp_sq_exec(c, sql, what);
     }
     cp_buf_free(&names);
     return st;
+}
+
+/* Migration 8's per-window part: the pod index on every calls_ table. */
+static int index_pods(sqlite_catalog *c)
+{
+    return alter_windows(c, "CREATE INDEX IF NOT EXISTS %s_pod ON %s (pod_hash, time)", NULL,
+                         "index a window's pods");
 }
 
 /* Migration 10's per-window part: the has_sql column on every calls_ table (ADD COLUMN
  * with a constant default rewrites nothing). */
 static int add_has_sql(sqlite_catalog *c)
 {
-    cp_buf names;
-    cp_buf_init(&names);
-    int st = list_windows(c, &names);
-    char sql[256];
-    for (size_t off = 0; st == CP_OK && off < names.len;) {
-        const char *calls = (const char *)names.data + off;
-        off += strlen(calls) + 1;
-        if (has_column(c->db, calls, "has_sql")) continue;
-        snprintf(sql, sizeof sql, "ALTER TABLE %s ADD COLUMN has_sql INTEGER NOT NULL DEFAULT 0", calls);
-        st = cp_sq_exec(c, sql, "add a window's has_sql column");
-    }
-    cp_buf_free(&names);
-    return st;
+    return alter_windows(c, "ALTER TABLE %s ADD COLUMN has_sql INTEGER NOT NULL DEFAULT 0", "has_sql",
+                         "add a window's has_sql column");
 }
 
 /* Migration 7's per-window part: every calls_ table gets the trace column, filled from
