@@ -93,6 +93,7 @@ static int profile_tail(cp_buf *out, size_t matched, size_t merged, size_t untra
 /* The merge, call by call as the reader hands them over (in any order). */
 typedef struct merge_ctx {
     cp_tree *tree;
+    const cp_call_ref *refs;            /* the calls, by the reader's index */
     const cp_tree_limits *lim;
     http_profile_progress_fn fn;
     void *ud;
@@ -104,7 +105,6 @@ typedef struct merge_ctx {
 
 static int merge_one(void *ud, size_t i, cp_fetched *fe)
 {
-    (void)i;
     merge_ctx *m = ud;
     if (m->stopped || m->cancelled || m->failed) return 1;
     if (m->fn && m->seen % PROFILE_REPORT_EVERY == 0 && m->fn(m->ud, m->seen, m->to_merge, cp_tree_nodes(m->tree))) {
@@ -122,7 +122,11 @@ static int merge_one(void *ud, size_t i, cp_fetched *fe)
         m->stopped = "max_nodes";
         return 1;
     }
-    int st = cp_tree_add(m->tree, fe->blob, m->err, sizeof m->err);
+    /* a trimmed value's "source": the profile lists no calls to fetch it whole from */
+    char id[CP_CALL_ID_MAX];
+    cp_call_id_format(&m->refs[i], id);
+    int st = cp_tree_set_source(m->tree, id, strlen(id));
+    if (st == CP_OK) st = cp_tree_add(m->tree, fe->blob, m->err, sizeof m->err);
     if (st != CP_OK) {
         m->failed = st;
         return 1;
@@ -147,6 +151,7 @@ static void merge_refs(cp_http *h, cp_reader *r, const refs_ctx *x, const char *
         return;
     }
     m.lim = &lim;
+    m.refs = x->refs;
     m.fn = fn;
     m.ud = ud;
     m.to_merge = x->n;

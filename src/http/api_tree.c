@@ -112,7 +112,10 @@ static void build_tree_or_export(cp_http *h, const http_who *who, const cp_call_
             if ((ncalls++ && cp_buf_putc(&calls, ',') != CP_OK) || http_call_json(&calls, &f.call) != CP_OK) {
                 status = CP_ENOMEM;
             } else if (f.blob) {
-                status = cp_tree_add(tree, f.blob, err, sizeof err);
+                char id[CP_CALL_ID_MAX];
+                cp_call_id_format(&refs[i], id);
+                status = cp_tree_set_source(tree, id, strlen(id));
+                if (status == CP_OK) status = cp_tree_add(tree, f.blob, err, sizeof err);
                 added++;
             } else {
                 snprintf(reason, sizeof reason, "%s", f.call.trace_reason ? f.call.trace_reason : "trace_not_found");

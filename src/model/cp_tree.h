@@ -64,6 +64,13 @@ void cp_tree_free(cp_tree *t);
  * last event's time and marks the tree `truncated`. */
 int cp_tree_add(cp_tree *t, const cp_blob *b, char *err, size_t errlen);
 
+/* Names the call the next cp_tree_add walks (its API id, len bytes; copied). A value
+ * longer than trim_chars that starts a group while it is the current call gets
+ * "source":id in the JSON: the call to ask GET /calls/{id}/value for the whole text, for
+ * trees that list no calls (an aggregate profile). Only the ids of such calls are kept.
+ * CP_OK or CP_ENOMEM. */
+int cp_tree_set_source(cp_tree *t, const char *id, size_t len);
+
 /* Number of calls added / nodes so far. */
 size_t cp_tree_calls(const cp_tree *t);
 size_t cp_tree_nodes(const cp_tree *t);
@@ -78,13 +85,15 @@ size_t cp_tree_nodes(const cp_tree *t);
  *   Param = {"param":index,"groups":[Group]}
  *   Group = {"value":string,"duration":..,"count":..,"variants":[{"value","duration",
  *            "count"}]?,"params":[Param]?,"unresolved":true?,"trimmed":true?,
- *            "length":full_length?, "ref":"<kind>:<file>:<offset>"?,"key":"<16 hex>"?}
+ *            "length":full_length?, "ref":"<kind>:<file>:<offset>"?,"key":"<16 hex>"?,
+ *            "source":"<call id>"?}
  *
  * A value longer than trim_chars characters is cut to them, with "trimmed", "length" (in
  * characters) and "key": cp_tree_value_key of the whole value's UTF-8 text, as 16
  * lower-case hex digits. For a group by SQL signature that is its representative (first)
  * text, for a variant its own text. The key depends on the text only, so it is the same
  * in every tree that holds the value, and cp_tree_want_value gets the text back.
+ * "source" (cp_tree_set_source) names the call the trimmed value was first seen in.
  *
  * `methods` and `params` are the tree's own dictionaries (indexes into them). calls_json
  * is inserted verbatim as CALLS (a JSON array the caller built; NULL -> []). */

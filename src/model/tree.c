@@ -105,6 +105,7 @@ typedef struct tgroup {
     uint32_t sub;                /* params nested under this group (binds under SQL) */
     uint32_t var;                /* variants of a signature group */
     uint32_t next_free;
+    uint32_t source;             /* a trimmed value: 1 + its call's index in `sources`, 0 = none */
 } tgroup;
 
 typedef struct tcont {
@@ -157,6 +158,13 @@ struct cp_tree {
     int64_t start_ms, end_ms;
 
     tree_want want;              /* cp_tree_want_value */
+
+    /* cp_tree_set_source: the call being added, interned into `sources` only when one of
+     * its values is the first of a trimmed group (src_idx NONE until then) */
+    char *src;
+    size_t srclen;
+    uint32_t src_idx;
+    cp_strtab sources;
 };
 
 cp_tree *cp_tree_new(const cp_tree_limits *l)
@@ -167,6 +175,7 @@ cp_tree *cp_tree_new(const cp_tree_limits *l)
     else cp_tree_limits_default(&t->lim);
     t->p_binds = t->p_call_info = NONE;
     t->cont_free = t->group_free = NONE;
+    t->src_idx = NONE;
     /* node 0: the super-root; group 0: a placeholder */
     if (cp_grow((void **)&t->nodes, &t->capnodes, 1, sizeof *t->nodes, 16) != CP_OK ||
         cp_grow((void **)&t->groups, &t->capgroups, 1, sizeof *t->groups, 16) != CP_OK) {
@@ -200,7 +209,23 @@ void cp_tree_free(cp_tree *t)
     free(t->touched);
     free(t->want.param);
     free(t->want.text);
+    free(t->src);
+    cp_strtab_free(&t->sources);
     free(t);
+}
+
+int cp_tree_set_source(cp_tree *t, const char *id, size_t len)
+{
+    if (len > t->srclen || !t->src) {
+        char *p = realloc(t->src, len + 1);
+        if (!p) return CP_ENOMEM;
+        t->src = p;
+    }
+    memcpy(t->src, id, len);
+    t->src[len] = 0;
+    t->srclen = len;
+    t->src_idx = NONE;
+    return CP_OK;
 }
 
 size_t cp_tree_calls(const cp_tree *t) { return t->calls; }
@@ -458,6 +483,11 @@ static int group_init(cp_tree *t, tgroup *g, const gkey *k, const tval *v)
     g->ref_offset = v->ref_offset;
     g->vchars = v->chars;
     g->vhash = v->hash;
+    if (v->chars > t->lim.trim_chars && t->srclen) { /* where to get it whole */
+        int st = t->src_idx == NONE ? cp_strtab_intern(&t->sources, t->src, t->srclen, &t->src_idx) : CP_OK;
+        if (st != CP_OK) return st;
+        g->source = t->src_idx + 1;
+    }
     if (k->type != KEY_SIG) { /* the key is the value */
         g->vtext = g->ktext;
         g->vstored = g->kstored;
@@ -1321,6 +1351,12 @@ static int put_value(const cp_tree *t, cp_buf *out, const tgroup *g)
      * the whole value (cp_tree_want_value) */
     if (g->type != KEY_OTHER && g->vchars > t->lim.trim_chars)
         st = st ? st : cp_buf_printf(out, ",\"key\":\"%016" PRIx64 "\"", g->vhash);
+    if (g->type != KEY_OTHER && g->source) {
+        size_t n;
+        const char *id = cp_strtab_get(&t->sources, g->source - 1, &n);
+        st = st ? st : cp_buf_puts(out, ",\"source\":");
+        st = st ? st : cp_json_str(out, id, n);
+    }
     return st;
 }
 

@@ -11,6 +11,7 @@
  *    key, an unknown parameter, a bad id: 400; an unknown call: 404;
  *  - namespaces (`--auth basic`, team-a = ns-a, team-b = ns-b): a user of ns-b asking for
  *    the ns-a call gets 404 call_not_found like an unknown id; no login: 401;
+ *  - the window's aggregate profile (which lists no calls) names the call in "source";
  *  - /config says full_values.
  *
  * CP_TEST_BOTH_PAIRS: SQLite + directory, and PostgreSQL + S3 (pair_util.h).
@@ -294,6 +295,21 @@ static void trimmed_key(const char *name, const char *full, char key[17])
     assert_int_equal(strlen(k), 16);
     assert_int_equal(strspn(k, "0123456789abcdef"), 16);
     snprintf(key, 17, "%s", k);
+    assert_string_equal(jstr(g, "source"), E.id); /* the call it was seen in */
+    json_decref(doc);
+}
+
+/* The aggregate profile of the window lists no calls: its trimmed group of `name` names
+ * the call to fetch the whole value from ("source"), with the tree's key. */
+static void profile_source(const char *name, const char *key)
+{
+    json_t *doc = get_json("alice", "/api/v1/profile?" WIN "&duration=%3E%3D0ms", 200);
+    assert_int_equal(json_array_size(json_object_get(doc, "calls")), 0);
+    json_t *g = find_group(doc, json_object_get(doc, "root"), name);
+    if (!g) server_fail(&E.s, "no group of %s in the profile", name);
+    assert_true(json_is_true(json_object_get(g, "trimmed")));
+    assert_string_equal(jstr(g, "key"), key);
+    assert_string_equal(jstr(g, "source"), E.id);
     json_decref(doc);
 }
 
@@ -358,6 +374,8 @@ static void test_full_values(void **state)
     expect_full("alice", "payload", kp, E.payload);
     expect_full("alice", "xml", kx, E.xml);
     expect_full("root", "payload", kp, E.payload);
+    profile_source("payload", kp);
+    profile_source("xml", kx);
     /* the key in capitals is the same key */
     char upper[17];
     for (int i = 0; i < 17; i++) upper[i] = (char)(kp[i] >= 'a' && kp[i] <= 'f' ? kp[i] - 32 : kp[i]);
@@ -367,6 +385,7 @@ static void test_full_values(void **state)
     char kp2[17];
     trimmed_key("payload", E.payload, kp2);
     assert_string_equal(kp, kp2);
+    profile_source("payload", kp);
     expect_full("alice", "payload", kp, E.payload);
     expect_full("alice", "xml", kx, E.xml);
 }

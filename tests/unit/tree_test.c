@@ -1003,7 +1003,8 @@ static void test_tree_group_caps(void **state)
     }
 }
 
-/* Values over trim_chars characters are cut in the JSON, with their full length. */
+/* Values over trim_chars characters are cut in the JSON, with their full length and the
+ * call they were first seen in (cp_tree_set_source). */
 static void test_tree_trim(void **state)
 {
     (void)state;
@@ -1023,11 +1024,19 @@ static void test_tree_trim(void **state)
     cp_tree *t = cp_tree_new(&lim);
     bspec s = {WORDS, CP_ARRAY_LEN(WORDS), values, CP_ARRAY_LEN(values), NULL, 0};
     char err[200];
+    /* the same call twice, under two source ids: a trimmed group names the first */
+    assert_int_equal(cp_tree_set_source(t, "call-1", 6), CP_OK);
+    assert_int_equal(add_trace(t, &w.b, &s, err, sizeof err), CP_OK);
+    assert_int_equal(cp_tree_set_source(t, "call-two", 8), CP_OK);
     assert_int_equal(add_trace(t, &w.b, &s, err, sizeof err), CP_OK);
     json_t *doc = tree_doc(t, NULL);
-    json_t *root = json_object_get(doc, "root");
+    /* two calls: the root is the synthetic one above them; the call's root is its child */
+    json_t *root = json_array_get(json_object_get(json_object_get(doc, "root"), "children"), 0);
     json_t *u = groups_of(doc, kid(doc, root, "void t.D.d()"), "user");
     assert_int_equal(json_array_size(u), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(u, 0), "source")), "call-1");
+    assert_null(json_object_get(json_array_get(u, 1), "source")); /* not trimmed: nothing to fetch */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(u, 2), "source")), "call-1");
     json_t *g0 = json_array_get(u, 0), *g1 = json_array_get(u, 1), *g2 = json_array_get(u, 2);
     assert_string_equal(gval(u, 0), "abcde");
     assert_true(json_is_true(json_object_get(g0, "trimmed")));
@@ -1045,6 +1054,8 @@ static void test_tree_trim(void **state)
     json_t *var = json_object_get(json_array_get(sq, 0), "variants");
     assert_int_equal(json_array_size(var), 2);
     assert_true(json_is_true(json_object_get(json_array_get(var, 0), "trimmed")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(sq, 0), "source")), "call-1");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(var, 1), "source")), "call-1");
     json_decref(doc);
     cp_tree_free(t);
     cp_buf_free(&w.b);
@@ -1084,6 +1095,7 @@ static void check_trimmed(json_t *g, const char *full)
     key_hex(full, want);
     assert_non_null(g);
     assert_true(json_is_true(json_object_get(g, "trimmed")));
+    assert_null(json_object_get(g, "source")); /* no cp_tree_set_source: none */
     assert_int_equal(num(g, "length"), chars_of(full));
     const char *key = json_string_value(json_object_get(g, "key"));
     assert_non_null(key);

@@ -150,13 +150,14 @@ export interface TreeParamGroup {
   value: string;
   duration: number;
   count: number;
-  variants?: { value: string; duration: number; count: number; trimmed?: boolean; length?: number; key?: string }[];
+  variants?: { value: string; duration: number; count: number; trimmed?: boolean; length?: number; key?: string; source?: string }[];
   params?: TreeParam[];
   unresolved?: boolean;
   trimmed?: boolean;
   length?: number;
   ref?: string;
   key?: string;          // a trimmed value's key: GET /calls/{id}/value?param=&key= answers it whole
+  source?: string;       // a trimmed value: the id of the call it was first seen in (ask that one)
 }
 export interface TreeParam { param: number; groups: TreeParamGroup[] }
 

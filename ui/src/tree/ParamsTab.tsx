@@ -9,7 +9,7 @@ import { exactGroups, isSqlLike, paramsSummary, type SumGroup, type SumParam } f
 import type { TreeModel } from './model';
 import { fmtInv } from './numbers';
 
-export function ParamsView({ model, q, onValue }: { model: TreeModel; q: string; onValue: (name: string, value: string, key?: string) => void }) {
+export function ParamsView({ model, q, onValue }: { model: TreeModel; q: string; onValue: (name: string, value: string, key?: string, source?: string) => void }) {
   const [exact, setExact] = useState(() => localStorage.getItem('cloudprof.tree.exactSql') === '1');
   const shapes = useMemo(() => paramsSummary(model), [model]);
   const all = useMemo(() => (exact ? exactGroups(shapes) : shapes), [shapes, exact]);
@@ -43,7 +43,7 @@ export function ParamsView({ model, q, onValue }: { model: TreeModel; q: string;
         <td style={{ paddingLeft: 8 + (depth + 1) * 16 }}>
           {sub > 0 ? <span class="hs-tog" onClick={flip}>{isOpen ? '−' : '+'}</span> : <span class="hs-tog" />}
           <span class={`ps-val ${isSqlLike(g.name) || g.variants.length ? '' : 'plain'}`} title="View the full value"
-            onClick={() => onValue(g.name, g.value, g.key)}>{g.value.slice(0, 300).replace(/\s+/g, ' ')}</span>
+            onClick={() => onValue(g.name, g.value, g.key, g.source)}>{g.value.slice(0, 300).replace(/\s+/g, ' ')}</span>
           {g.unresolved && <span class="tag tag-amber">⚠ unresolved</span>}
           {g.trimmed && <span class="tag tag-amber">trimmed</span>}
           {g.variants.length > 0 && <span class="muted small"> {g.variants.length} texts</span>}
@@ -56,7 +56,7 @@ export function ParamsView({ model, q, onValue }: { model: TreeModel; q: string;
     g.variants.forEach((v, vi) => rows.push(
       <tr key={`${key}/v${vi}`} class="hs-caller">
         <td style={{ paddingLeft: 8 + (depth + 2) * 16 }}>
-          <span class="ps-val" onClick={() => onValue(g.name, v.value, v.key)}>{v.value.slice(0, 300).replace(/\s+/g, ' ')}</span>
+          <span class="ps-val" onClick={() => onValue(g.name, v.value, v.key, v.source)}>{v.value.slice(0, 300).replace(/\s+/g, ' ')}</span>
         </td>
         <td class="num">{fmtDuration(v.duration)}</td><td class="num">{fmtInv(v.count)}</td>
       </tr>,

@@ -62,7 +62,7 @@ interface TabView { model: TreeModel; vs: ViewState; limited: boolean }
 interface Menu { node: number; x: number; y: number; shift: boolean }
 type DialogState =
   | { kind: 'stack'; node: number }
-  | { kind: 'value'; name: string; value: string; key?: string }
+  | { kind: 'value'; name: string; value: string; key?: string; source?: string }
   | { kind: 'adjust'; text: string }
   | { kind: 'categories'; text: string }
   | null;
@@ -388,7 +388,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
   } else if (tab === 'hotspots' || tab.startsWith('lh:')) {
     body = <HotspotsView model={tabModel} cats={tabCats} by={hsBy} onIncoming={(mth) => openDerived('in', mth, false)} />;
   } else if (tab === 'params') {
-    body = <ParamsView model={tabModel} q={q} onValue={(name, value, key) => setDialog({ kind: 'value', name, value, key })} />;
+    body = <ParamsView model={tabModel} q={q} onValue={(name, value, key, source) => setDialog({ kind: 'value', name, value, key, source })} />;
   } else if (view !== 'tree') {
     body = (
       <FlameView key={`${tab}/${view}`} model={tabModel} icicle={view === 'icicle'} metric={metric} zoom={zoomNode} search={search} cats={tabCats} marks={marks}
@@ -400,7 +400,10 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
       <TreeView key={tab} model={tabModel} vs={tv!.vs} version={version} bump={bump} search={search} marks={marks} cats={tabCats}
         selected={selected} onSelect={setSelected}
         onMenu={(i, el, shift) => { const r = el.getBoundingClientRect(); setMenu({ node: i, x: r.left, y: r.bottom, shift }); }}
-        onValue={(name, value, row) => setDialog({ kind: 'value', name, value, key: row.kind === 'variant' ? row.group?.variants?.find((v) => v.value === value)?.key ?? row.group?.key : row.group?.key })}
+        onValue={(name, value, row) => {
+          const v = row.kind === 'variant' ? row.group?.variants?.find((x) => x.value === value) : undefined;
+          setDialog({ kind: 'value', name, value, key: v?.key ?? row.group?.key, source: v?.source ?? row.group?.source });
+        }}
         onPainted={tab === 'tree' ? onPainted : undefined} startMs={merged ? 0 : startMs} suspMode={suspMode} />
     );
   }
@@ -427,7 +430,7 @@ export function TreeScreen({ data, io, offline }: { data: TreeData; io: StateIO;
           }} />
       )}
       {dialog?.kind === 'stack' && tabModel && <StacktraceDialog model={tabModel} node={dialog.node} onClose={() => setDialog(null)} />}
-      {dialog?.kind === 'value' && <ValueDialog name={dialog.name} value={dialog.value} fullKey={offline ? undefined : dialog.key} ids={data.ids} onClose={() => setDialog(null)} />}
+      {dialog?.kind === 'value' && <ValueDialog name={dialog.name} value={dialog.value} fullKey={offline ? undefined : dialog.key} ids={data.ids} source={dialog.source} onClose={() => setDialog(null)} />}
       {(dialog?.kind === 'adjust' || dialog?.kind === 'categories') && (
         <RulesDialog kind={dialog.kind} text={dialog.text} onClose={() => setDialog(null)}
           onApply={(t) => (dialog.kind === 'adjust' ? setAdjust(t, false) : io.set({ cat: t.trim() ? t : null }))} />

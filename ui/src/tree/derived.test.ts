@@ -166,6 +166,23 @@ describe('params', () => {
       ['SELECT * FROM t WHERE id = 1', 10, 1], ['SELECT * FROM t WHERE id = 2', 5, 1]]);
     expect(ex.groups.every((g) => g.variants.length === 0)).toBe(true);
   });
+
+  it('trimmed values keep their key and the call to fetch them from, in the summary and its exact texts', () => {
+    const long1 = 'SELECT a FROM t WHERE x = 1', long2 = 'SELECT a FROM t WHERE x = 2';
+    const m = modelFromResp(makeTree({
+      m: 'void x.Root.run()', kids: [
+        { m: 'void x.A.a()', self: 10, params: [{ param: 0, groups: [{
+          value: long1, duration: 10, count: 2, trimmed: true, key: 'k1', source: 'call-1',
+          variants: [{ value: long1, duration: 6, count: 1, trimmed: true, key: 'k1', source: 'call-1' },
+            { value: long2, duration: 4, count: 1, trimmed: true, key: 'k2', source: 'call-2' }] }] }] },
+      ],
+    }, ['sql']));
+    const g = paramsSummary(m).find((p) => p.name === 'sql')!.groups[0];
+    expect([g.key, g.source]).toEqual(['k1', 'call-1']);
+    expect(g.variants.map((v) => [v.value, v.key, v.source])).toEqual([[long1, 'k1', 'call-1'], [long2, 'k2', 'call-2']]);
+    const ex = exactGroups(paramsSummary(m)).find((p) => p.name === 'sql')!;
+    expect(ex.groups.map((x) => [x.value, x.key, x.source])).toEqual([[long1, 'k1', 'call-1'], [long2, 'k2', 'call-2']]);
+  });
 });
 
 describe('find usages view', () => {

@@ -233,7 +233,7 @@ export function mergeParams(lists: TreeParam[][]): TreeParam[] {
     for (const g of p.groups) {
       let acc = groups.get(g.value);
       if (!acc) {
-        acc = { g: { value: g.value, duration: 0, count: 0, unresolved: g.unresolved, trimmed: g.trimmed, length: g.length, ref: g.ref }, vs: new Map(), nested: [] };
+        acc = { g: { value: g.value, duration: 0, count: 0, unresolved: g.unresolved, trimmed: g.trimmed, length: g.length, ref: g.ref, key: g.key, source: g.source }, vs: new Map(), nested: [] };
         groups.set(g.value, acc);
       }
       acc.g.duration += g.duration;
@@ -413,7 +413,8 @@ export interface SumGroup {
   unresolved: boolean;
   trimmed: boolean;
   key?: string;          // a trimmed value's key (the full value endpoint)
-  variants: { value: string; duration: number; count: number; key?: string }[];
+  source?: string;       // the call to ask for it (trees that list no calls: a profile)
+  variants: { value: string; duration: number; count: number; key?: string; source?: string }[];
   nested: SumParam[];
 }
 export interface SumParam { name: string; duration: number; groups: SumGroup[] }
@@ -427,7 +428,8 @@ export function exactGroups(ps: SumParam[]): SumParam[] {
   return ps.map((p) => ({
     ...p,
     groups: p.groups.flatMap((g) => (g.variants.length
-      ? g.variants.map((v) => ({ ...g, value: v.value, duration: v.duration, count: v.count, variants: [], nested: [] }))
+      // each text with its own key (and call) for "view full value", not the shape's representative's
+      ? g.variants.map((v) => ({ ...g, value: v.value, duration: v.duration, count: v.count, key: v.key, source: v.source, trimmed: !!v.key, variants: [], nested: [] }))
       : [{ ...g, nested: exactGroups(g.nested) }]))
       .sort((a, b) => b.duration - a.duration),
   }));
@@ -437,7 +439,7 @@ export function isSqlLike(name: string, g?: TreeParamGroup): boolean {
   return SQL_NAMES.has(name) || !!(g && g.variants && g.variants.length);
 }
 
-interface GAcc { g: SumGroup; vs: Map<string, { value: string; duration: number; count: number; key?: string }>; nested: Map<string, Map<string, GAcc>> }
+interface GAcc { g: SumGroup; vs: Map<string, { value: string; duration: number; count: number; key?: string; source?: string }>; nested: Map<string, Map<string, GAcc>> }
 
 /** The call's params over the whole tree: by (name, value), SQL-like values by signature
  *  with their texts (top 20 + ::other), binds nested under their SQL. */
@@ -453,17 +455,17 @@ export function paramsSummary(m: TreeModel): SumParam[] {
         const key = g.value === '::other' ? '::other' : sql ? 's:' + sqlSignature(g.value) : 'v:' + g.value;
         let acc = groups.get(key);
         if (!acc) {
-          acc = { g: { name, value: g.value, duration: 0, count: 0, unresolved: !!g.unresolved, trimmed: !!g.trimmed, key: g.key, variants: [], nested: [] }, vs: new Map(), nested: new Map() };
+          acc = { g: { name, value: g.value, duration: 0, count: 0, unresolved: !!g.unresolved, trimmed: !!g.trimmed, key: g.key, source: g.source, variants: [], nested: [] }, vs: new Map(), nested: new Map() };
           groups.set(key, acc);
         }
         acc.g.duration += g.duration * scale;
         acc.g.count += g.count;
         if (sql) {
-          const vs = g.variants && g.variants.length ? g.variants : [{ value: g.value, duration: g.duration, count: g.count, key: g.key }];
+          const vs = g.variants && g.variants.length ? g.variants : [{ value: g.value, duration: g.duration, count: g.count, key: g.key, source: g.source }];
           for (const v of vs) {
             const x = acc.vs.get(v.value);
             if (x) { x.duration += v.duration * scale; x.count += v.count; }
-            else acc.vs.set(v.value, { value: v.value, duration: v.duration * scale, count: v.count, key: v.key });
+            else acc.vs.set(v.value, { value: v.value, duration: v.duration * scale, count: v.count, key: v.key, source: v.source });
           }
         }
         if (g.params) add(acc.nested, g.params, scale);

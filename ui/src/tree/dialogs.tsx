@@ -118,6 +118,13 @@ function Coloured({ name, text }: { name: string; text: string }) {
   return <>{toks.map((t, i) => (t.c ? <span key={i} class={`sx-${t.c}`}>{t.t}</span> : t.t))}</>;
 }
 
+/** The calls to ask for a trimmed value: the one the server says it was first seen in
+ *  (`source`, the only one an aggregate profile names), then the tree's own calls. */
+export function askOrder(treeIds: string[], source?: string): string[] {
+  const own = treeIds.length && treeIds[0] !== 'synthetic' ? treeIds : [];
+  return source ? [source, ...own.filter((id) => id !== source)] : own;
+}
+
 /** The whole text of a trimmed value (GET /calls/{id}/value): the tree's calls are asked
  *  in turn, the first that has the value answers. */
 export async function fetchFullValue(ids: string[], param: string, key: string): Promise<string> {
@@ -131,18 +138,19 @@ export async function fetchFullValue(ids: string[], param: string, key: string):
   throw new Error(last);
 }
 
-export function ValueDialog({ name, value: shownValue, fullKey, ids, onClose }: {
-  name: string; value: string; fullKey?: string; ids?: string[]; onClose: () => void;
+export function ValueDialog({ name, value: shownValue, fullKey, ids: treeIds, source, onClose }: {
+  name: string; value: string; fullKey?: string; ids?: string[]; source?: string; onClose: () => void;
 }) {
   const [raw, setRaw] = useState(false);
   const [full, setFull] = useState<{ text: string | null; busy: boolean; error: string | null }>({ text: null, busy: false, error: null });
-  const canFetch = !!fullKey && !!ids && ids.length > 0 && ids[0] !== 'synthetic';
+  const ids = askOrder(treeIds ?? [], source);
+  const canFetch = !!fullKey && ids.length > 0;
   const value = full.text ?? shownValue;
   const pretty = prettyValue(name, value);
   const load = () => {
     if (!canFetch) return;
     setFull({ text: null, busy: true, error: null });
-    fetchFullValue(ids!, name, fullKey!).then((t) => setFull({ text: t, busy: false, error: null }))
+    fetchFullValue(ids, name, fullKey!).then((t) => setFull({ text: t, busy: false, error: null }))
       .catch((e) => setFull({ text: null, busy: false, error: String((e as Error)?.message ?? e) }));
   };
   return (
@@ -156,7 +164,7 @@ export function ValueDialog({ name, value: shownValue, fullKey, ids, onClose }: 
           {canFetch
             ? <button type="button" class="btn btn-small" data-testid="value-load-full" disabled={full.busy} onClick={load}>
                 {full.busy ? 'Loading…' : 'View full value'}</button>
-            : <span class="muted"> (the whole text is fetched from a call of the tree; this tree lists none)</span>}
+            : <span class="muted"> (the whole text is fetched from a call of the tree; this one names none)</span>}
           {full.error && <span class="red"> {full.error}</span>}
         </div>
       )}

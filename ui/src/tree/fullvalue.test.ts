@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { fetchFullValue } from './dialogs';
+import { askOrder, fetchFullValue } from './dialogs';
 
 afterEach(() => vi.unstubAllGlobals());
 
@@ -17,5 +17,12 @@ describe('view full value (§8.5)', () => {
   it('stops at an error that is not a 404, with its message', async () => {
     vi.stubGlobal('fetch', async () => new Response(JSON.stringify({ error: 'the value is over 16 MiB', code: 'value_too_large' }), { status: 413 }));
     await expect(fetchFullValue(['a', 'b'], 'sql', 'x')).rejects.toThrow('the value is over 16 MiB');
+  });
+  it('asks the call the value was first seen in first: the only one a profile names', () => {
+    expect(askOrder([], 'p1')).toEqual(['p1']);                 // an aggregate profile lists no calls
+    expect(askOrder(['a', 'p1', 'b'], 'p1')).toEqual(['p1', 'a', 'b']);
+    expect(askOrder(['a', 'b'])).toEqual(['a', 'b']);           // a tree of older servers: its calls
+    expect(askOrder(['synthetic'])).toEqual([]);                // a standalone / synthetic tree: none
+    expect(askOrder(['synthetic'], 'p1')).toEqual(['p1']);
   });
 });
