@@ -149,6 +149,10 @@ static const char usage_text[] =
     "                           'openid profile email')\n"
     "  --public-url URL         this server's external base URL, for the login's redirect\n"
     "                           (CLOUDPROF_PUBLIC_URL)\n"
+    "  --trace-link URL         the calls list links each trace/request id to this URL, {id}\n"
+    "                           replaced by the id and {name} by its param (brave.trace_id,\n"
+    "                           x-request-id, ...), e.g. https://jaeger.example/trace/{id}\n"
+    "                           (CLOUDPROF_TRACE_LINK, default none)\n"
     "  --allowed-origins URL[,URL...]\n"
     "                           browser origins (https://host[:port]) besides the server's\n"
     "                           own that may upload, import or delete; other cross-origin\n"
@@ -458,6 +462,7 @@ enum {
     OPT_OIDC_USER_CLAIM,
     OPT_OIDC_SCOPES,
     OPT_PUBLIC_URL,
+    OPT_TRACE_LINK,
     OPT_AUDIT_RETENTION
 };
 
@@ -526,6 +531,7 @@ static const struct {
     [OPT_OIDC_USER_CLAIM] = {"--oidc-user-claim", "CLOUDPROF_OIDC_USER_CLAIM"},
     [OPT_OIDC_SCOPES] = {"--oidc-scopes", "CLOUDPROF_OIDC_SCOPES"},
     [OPT_PUBLIC_URL] = {"--public-url", "CLOUDPROF_PUBLIC_URL"},
+    [OPT_TRACE_LINK] = {"--trace-link", "CLOUDPROF_TRACE_LINK"},
     [OPT_AUDIT_RETENTION] = {"--audit-retention", "CLOUDPROF_AUDIT_RETENTION"},
 };
 
@@ -636,6 +642,7 @@ static int apply(serve_opts *o, int opt, const char *v, const char *source, char
     case OPT_OIDC_USER_CLAIM: o->http.oidc_user_claim = v; break;
     case OPT_OIDC_SCOPES: o->http.oidc_scopes = v; break;
     case OPT_PUBLIC_URL: o->http.public_url = v; break;
+    case OPT_TRACE_LINK: o->http.trace_link = v; break; /* checked by cp_http_start */
     case OPT_MIN_FREE: {
         size_t len = strlen(v);
         if (len > 1 && v[len - 1] == '%') { /* a share of the file system */

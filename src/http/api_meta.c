@@ -6,6 +6,7 @@
 #include "cp_ui_assets.h"
 
 #include <string.h>
+#include <strings.h>
 
 static const char *const window_params[] = {"from", "to", NULL};
 
@@ -30,6 +31,34 @@ void http_api_time(cp_http *h, const http_args *a, http_out *o)
     (void)h;
     if (http_check_args(a, NULL, o)) return;
     o->json = json_pack("{s:I}", "now_ms", (json_int_t)cp_now_ms());
+}
+
+/* The UI builds links from it (the id URL-encoded in place of {id}, the param's name in
+ * place of {name}), so only an http(s) URL of printable ASCII is taken: a javascript: or
+ * data: URL, or a quote breaking out of an attribute, cannot come from it. */
+int http_trace_link_check(const char *t, char *err, size_t errlen)
+{
+    size_t n = strlen(t);
+    if (strncasecmp(t, "http://", 7) && strncasecmp(t, "https://", 8)) {
+        snprintf(err, errlen, "--trace-link: '%.80s' is not an http:// or https:// URL", t);
+        return CP_EINVAL;
+    }
+    if (n > 2048) {
+        snprintf(err, errlen, "--trace-link: %zu bytes, at most 2048", n);
+        return CP_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)t[i];
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>') {
+            snprintf(err, errlen, "--trace-link: byte %zu is not allowed in a URL (percent-encode it)", i);
+            return CP_EINVAL;
+        }
+    }
+    if (!strstr(t, "{id}")) {
+        snprintf(err, errlen, "--trace-link: '%.80s' has no {id} to put the id in", t);
+        return CP_EINVAL;
+    }
+    return CP_OK;
 }
 
 void http_api_config(cp_http *h, const http_args *a, http_out *o)
@@ -77,6 +106,11 @@ void http_api_config(cp_http *h, const http_args *a, http_out *o)
     }
     /* the audit log (issue 19 item 10: audit.c): GET /audit, for admins */
     if (o->json && feat && json_object_set_new(feat, "audit", json_boolean(c->audit != NULL))) {
+        json_decref(o->json);
+        o->json = NULL;
+    }
+    /* the ids chip's links (ui.md §3.3, MAY): the operator's template, checked at start */
+    if (o->json && json_object_set_new(o->json, "trace_link", c->trace_link ? json_string(c->trace_link) : json_null())) {
         json_decref(o->json);
         o->json = NULL;
     }

@@ -67,6 +67,9 @@ typedef struct cp_http_config {
     unsigned max_per_client;       /* connections at once per client address, default 256; 0 = any */
     const char *allowed_origins;   /* "URL[,URL...]": browser origins besides the server's own
                                     * that may write (POST, PUT, DELETE); NULL = none */
+    const char *trace_link;        /* the calls list's "ids" chip links each id to this URL
+                                    * (ui.md §3.3): http(s), with {id} and optionally {name};
+                                    * /api/v1/config hands it to the UI. NULL = no links */
     /* The server's state, from any HTTP thread (NULL = none): extra members of the
      * /api/v1/health object (appended as ,"name":value...), its status ("ok" or
      * "degraded"), and whether the data directory is below its free-space floor (uploads

@@ -911,6 +911,7 @@ int cp_http_start(const cp_http_config *cfg, cp_http **out, char *err, size_t er
         st = CP_ENOMEM;
         goto fail_hprofs;
     }
+    if (h->cfg->trace_link && (st = http_trace_link_check(h->cfg->trace_link, err, errlen)) != CP_OK) goto fail_hprofs;
     if ((st = http_guard_start(h, err, errlen)) != CP_OK) goto fail_hprofs;
     pthread_mutex_init(&h->imports_mu, NULL);
     pthread_mutex_init(&h->streams_mu, NULL);

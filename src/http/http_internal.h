@@ -405,6 +405,8 @@ void http_streams_stop(cp_http *h);
 void http_api_health(cp_http *h, const http_args *a, http_out *o);
 void http_api_time(cp_http *h, const http_args *a, http_out *o);
 void http_api_config(cp_http *h, const http_args *a, http_out *o);
+/* --trace-link's template: CP_OK, or CP_EINVAL with why in err. */
+int http_trace_link_check(const char *t, char *err, size_t errlen);
 void http_api_services(cp_http *h, const http_args *a, http_out *o);
 void http_api_calls(cp_http *h, struct MHD_Connection *conn, const http_args *a, http_out *o);
 void http_api_call(cp_http *h, const http_args *a, const char *id, http_out *o);

@@ -664,6 +664,46 @@ static void test_per_client_cap(void **state)
 
 /* ---- finding 7: cross-origin writes ---------------------------------------------------------- */
 
+/* ---- the ids chip's link template (ui.md §3.3, MAY) ------------------------------------------ */
+
+/* /config hands --trace-link to the UI as given (null without it); a template that is not
+ * an http(s) URL with {id} in it, or with bytes a URL cannot hold, stops `serve` at start
+ * with a message naming the flag. */
+static void test_trace_link(void **state)
+{
+    (void)state;
+    static const char tpl[] = "https://jaeger.example/trace/{id}?param={name}";
+    static const char *const extra[] = {"--trace-link", tpl, NULL};
+    env e = {0};
+    env_start(&e, "hh-tracelink", extra);
+    json_t *cfg = http_get_json(e.s.http_port, "/api/v1/config", 200);
+    assert_string_equal(json_string_value(json_object_get(cfg, "trace_link")), tpl);
+    json_decref(cfg);
+    server_stop(&e.s);
+    env_free(&e);
+
+    env_start(&e, "hh-notracelink", NULL);
+    cfg = http_get_json(e.s.http_port, "/api/v1/config", 200);
+    assert_true(json_is_null(json_object_get(cfg, "trace_link")));
+    json_decref(cfg);
+    server_stop(&e.s);
+
+    static const char *const bad[] = {"javascript:alert(1)//{id}", "https://x.example/trace", "ftp://x.example/{id}",
+                                      "https://x.example/{id} x", "https://x.example/\"{id}", "data:text/html,{id}"};
+    for (size_t i = 0; i < CP_ARRAY_LEN(bad); i++) {
+        const char *argv[] = {"serve", "--data", e.dir, "--agent-port", "auto", "--http-host", "127.0.0.1",
+                              "--http-port", "0", "--trace-link", bad[i], NULL};
+        cp_buf err;
+        cp_buf_init(&err);
+        int rc = cli_run(NULL, &err, argv);
+        cp_buf_putc(&err, 0);
+        if (rc == 0 || !strstr((const char *)err.data, "--trace-link"))
+            fail_msg("serve --trace-link '%s': exit %d, stderr %s", bad[i], rc, (const char *)err.data);
+        cp_buf_free(&err);
+    }
+    env_free(&e);
+}
+
 static void test_cross_origin(void **state)
 {
     (void)state;
@@ -843,6 +883,7 @@ int main(void)
         cmocka_unit_test_teardown(test_header_cap, servers_teardown),
         cmocka_unit_test_teardown(test_per_client_cap, servers_teardown),
         cmocka_unit_test_teardown(test_cross_origin, servers_teardown),
+        cmocka_unit_test_teardown(test_trace_link, servers_teardown),
         cmocka_unit_test_teardown(test_dump_ids, servers_teardown),
     };
     /* CP_TEST_BOTH_PAIRS */

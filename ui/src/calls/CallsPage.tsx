@@ -384,7 +384,7 @@ export function CallsPage(p: ScreenProps) {
         narrow={narrowingChips({ dur, errorsOnly, from: frozen.from, to: frozen.to, pods: sel.pods })}
         cancelled={cancelled} shown={rows.length} onRetry={() => setReload((r) => r + 1)} />
 
-      <CallsTable rows={rows} version={version} cols={cols} layout={tableLayout} zone={app.zone}
+      <CallsTable rows={rows} version={version} cols={cols} layout={tableLayout} zone={app.zone} traceLink={app.config?.trace_link}
         sortKey={sortCol?.key} order={order} selected={selected} resetKey={listKey} reveal={reveal}
         canLoadMore={!!loader?.canLoadMore && !loader.stalled} skeleton={skeleton} provisional={showSnap}
         body={empty ? (

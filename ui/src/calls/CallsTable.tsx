@@ -21,6 +21,7 @@ export interface TableProps {
   cols: ColDef[];
   layout: Layout;
   zone: string;
+  traceLink?: string | null;     // the server's --trace-link (the ids chip's links)
   sortKey: string | undefined;   // key of the sorted column
   order: 'asc' | 'desc';
   selected: { has(id: string): boolean };
@@ -125,7 +126,7 @@ export function CallsTable(p: TableProps) {
     if (e.shiftKey) e.preventDefault();    // Shift-click selects rows, not text
   };
 
-  const ctx = { zone: p.zone, now: serverNow() };
+  const ctx = { zone: p.zone, now: serverNow(), traceLink: p.traceLink };
   const rows: ComponentChildren[] = [];
   for (let s = 0; s < slots; s++) {
     const i = first + ((s - (first % slots)) + slots) % slots;

@@ -8,9 +8,9 @@ import type { Call } from '../lib/api';
 import { durationDot, fmtBytes, fmtCount, fmtDuration, shortPod } from '../lib/format';
 import { fmtTs } from '../lib/time';
 import { cachedListTs } from './fasttime';
-import { cachedTitle, traceIds } from './title';
+import { cachedTitle, traceIds, traceLink } from './title';
 
-export interface CellCtx { zone: string; now: number }
+export interface CellCtx { zone: string; now: number; traceLink?: string | null }
 
 export interface ColDef {
   key: string;
@@ -45,18 +45,26 @@ function durationCell(c: Call): ComponentChildren {
   );
 }
 
-/** The "ids" chip (§3.3): the call's trace/request ids in the tooltip; a click copies them. */
-function idsChip(c: Call): ComponentChildren {
+/** The "ids" chip (§3.3): the call's trace/request ids in the tooltip; a click copies them.
+ *  With the server's --trace-link, each id also gets a link to the tracing system. */
+function idsChip(c: Call, template?: string | null): ComponentChildren {
   const ids = traceIds(c);
   if (!ids.length) return null;
   const text = ids.map(([n, v]) => `${n}: ${v}`).join('\n');
+  const links = ids.map(([n, v]) => [n, v, traceLink(template, n, v)] as const).filter(([, , u]) => u);
   return (
-    <span class="tag tag-ids" data-testid="call-ids" title={`${text}\n(click to copy)`}
-      onClick={(e) => { e.stopPropagation(); navigator.clipboard?.writeText(ids.map(([, v]) => v).join(' ')).catch(() => {}); }}>ids</span>
+    <>
+      <span class="tag tag-ids" data-testid="call-ids" title={`${text}\n(click to copy)`}
+        onClick={(e) => { e.stopPropagation(); navigator.clipboard?.writeText(ids.map(([, v]) => v).join(' ')).catch(() => {}); }}>ids</span>
+      {links.map(([n, v, u]) => (
+        <a key={n + v} class="tag tag-ids" data-testid="call-id-link" href={u!} target="_blank" rel="noopener noreferrer"
+          title={`open ${n} ${v}`} onClick={(e) => e.stopPropagation()}>↗</a>
+      ))}
+    </>
   );
 }
 
-function titleCell(c: Call): ComponentChildren {
+function titleCell(c: Call, x?: CellCtx): ComponentChildren {
   const t = cachedTitle(c);
   return (
     <>
@@ -64,7 +72,7 @@ function titleCell(c: Call): ComponentChildren {
       {c.error && <span class="tag tag-red" title={c.params['call.red']?.join(', ')}>error</span>}
       {c.sql && <span class="tag tag-sql" data-testid="call-sql" title="the call ran SQL (open its tree for the statements)">sql</span>}
       {!c.trace_available && <span class="tag tag-amber" title={`no trace: ${c.trace_dropped_reason ?? 'unknown reason'}`}>no trace</span>}
-      {idsChip(c)}
+      {idsChip(c, x?.traceLink)}
     </>
   );
 }

@@ -1,6 +1,6 @@
 // title.test.ts -- ui.md §3.3 rules 1, 2 and 4.
 import { describe, expect, it } from 'vitest';
-import { callTitle, shortMethod, traceIds, urlPath } from './title';
+import { callTitle, shortMethod, traceIds, traceLink, urlPath } from './title';
 
 const SIG = 'org.springframework.http.ResponseEntity com.example.billing.web.InvoiceController0.processInvoice() (InvoiceController0.java:442) [app.jar]';
 
@@ -44,5 +44,13 @@ describe('titles', () => {
   it('trace ids for the ids chip', () => {
     expect(traceIds({ params: { 'x-request-id': ['r1'], 'brave.trace_id': ['t1', 't1'], other: ['o'] } }))
       .toEqual([['brave.trace_id', 't1'], ['x-request-id', 'r1']]);
+  });
+  it('links an id through the --trace-link template (MAY), and only an http(s) one', () => {
+    expect(traceLink('https://jaeger.example/trace/{id}', 'brave.trace_id', 'ab12')).toBe('https://jaeger.example/trace/ab12');
+    expect(traceLink('http://logs.example/?q={name}%3D{id}&id={id}', 'x-request-id', 'a b/c'))
+      .toBe('http://logs.example/?q=x-request-id%3Da%20b%2Fc&id=a%20b%2Fc');
+    expect(traceLink(null, 'x', 'y')).toBeNull();
+    expect(traceLink('javascript:alert(1)//{id}', 'x', 'y')).toBeNull();
+    expect(traceLink('https://no.placeholder/', 'x', 'y')).toBeNull();
   });
 });

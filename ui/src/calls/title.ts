@@ -97,6 +97,14 @@ function messagingTitle(method: string, p: Record<string, string[]>): string | n
 /** The trace/request ids of a call (§3.3 "ids" chip): name and values, in this order. */
 export const TRACE_ID_PARAMS = ['brave.trace_id', 'brave.span_id', 'x-request-id', 'cloud.x.request.id'];
 
+/** The link of one id through the server's --trace-link template: {id} and {name} replaced
+ *  (URL-encoded); null without a template, or for one that is not http(s) (the server
+ *  refuses those; this is the second lock). */
+export function traceLink(template: string | null | undefined, name: string, id: string): string | null {
+  if (!template || !/^https?:\/\//i.test(template) || !template.includes('{id}')) return null;
+  return template.split('{id}').join(encodeURIComponent(id)).split('{name}').join(encodeURIComponent(name));
+}
+
 export function traceIds(c: Pick<Call, 'params'>): [string, string][] {
   const out: [string, string][] = [];
   for (const n of TRACE_ID_PARAMS) for (const v of distinct(c.params?.[n])) out.push([n, v]);

@@ -232,4 +232,6 @@ export interface ServerConfig {
   features: Record<string, unknown>;
   limits: Record<string, number>;
   default_duration: string;
+  /** --trace-link: the ids chip links each id there ({id}, {name}); null = no links */
+  trace_link?: string | null;
 }
