@@ -120,3 +120,9 @@ int cp_buf_put_i64(cp_buf *b, int64_t v)
     if (v < 0) tmp[--n] = '-';
     return cp_buf_append(b, tmp + n, sizeof tmp - n);
 }
+
+int cp_buf_put_named_i64(cp_buf *b, const char *name, size_t n, int64_t v)
+{
+    int st = cp_buf_append(b, name, n);
+    return st != CP_OK ? st : cp_buf_put_i64(b, v);
+}

@@ -7,6 +7,7 @@
 #ifndef CP_COMMON_H
 #define CP_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -44,6 +45,10 @@ int cp_buf_putc(cp_buf *b, uint8_t c);
 int cp_buf_puts(cp_buf *b, const char *s);
 /* Appends v in plain decimal (no printf: JSON writers call it for every number). */
 int cp_buf_put_i64(cp_buf *b, int64_t v);
+/* Appends name[0..n) (a JSON field's `,"name":` text) and then v, as cp_buf_put_i64. */
+int cp_buf_put_named_i64(cp_buf *b, const char *name, size_t n, int64_t v);
+/* The same for a string literal name: its length is known at compile time. */
+#define cp_buf_put_field(b, lit, v) cp_buf_put_named_i64((b), (lit), sizeof(lit) - 1, (v))
 int cp_buf_printf(cp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cp_buf_consume(cp_buf *b, size_t n);             /* drop n bytes from the front */
 
@@ -259,6 +264,9 @@ int cp_str16_eq_ascii(cp_str16 s, const char *ascii);
 int cp_json_str(cp_buf *out, const char *s, size_t n);
 /* Formats an error reason into err[0..errlen) (nothing when err is NULL or errlen 0). */
 void cp_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same from a va_list, followed by " at offset <at>" (the decoders' reasons). */
+void cp_vset_err_at(char *err, size_t errlen, uint64_t at, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 /* Length of the well-formed UTF-8 sequence at p[0..left) (1..4; no overlongs, surrogates
  * or code points past U+10FFFF), 0 if there is none. */
 size_t cp_utf8_seq(const uint8_t *p, size_t left);

@@ -1,6 +1,7 @@
 /* text.c -- UTF-16BE (Java strings on the wire) to UTF-8, and JSON string escaping. */
 #include "cp_common.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +87,14 @@ void cp_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+}
+
+void cp_vset_err_at(char *err, size_t errlen, uint64_t at, const char *fmt, va_list ap)
+{
+    if (!err || errlen == 0) return;
+    int n = vsnprintf(err, errlen, fmt, ap);
+    if (n < 0) n = 0;
+    if ((size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, " at offset %" PRIu64, at);
 }
 
 size_t cp_utf8_seq(const uint8_t *p, size_t left)

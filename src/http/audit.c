@@ -19,7 +19,6 @@
  */
 #include "http_internal.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,19 +27,6 @@
 #define AUDIT_PAGE_DEFAULT 100
 
 /* ---- filling an entry ------------------------------------------------------------------------- */
-
-/* The client's address as text ("" when MHD does not say). */
-static void remote_of(struct MHD_Connection *conn, char *out, size_t outlen)
-{
-    out[0] = 0;
-    const union MHD_ConnectionInfo *ci = conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
-    if (!ci || !ci->client_addr) return;
-    const struct sockaddr *sa = ci->client_addr;
-    if (sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, out, (socklen_t)outlen);
-    else if (sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, out, (socklen_t)outlen);
-}
 
 /* The role as the log names it: an upload credential is "uploader" (it has no role). */
 static const char *role_of(const http_who *who)
@@ -58,7 +44,7 @@ int http_audit_begin(cp_http *h, const http_who *who, struct MHD_Connection *con
     cp_audit_sets(e->user, sizeof e->user, who && who->p.user[0] ? who->p.user : "anonymous");
     cp_audit_sets(e->role, sizeof e->role, role_of(who));
     char ip[INET6_ADDRSTRLEN + 1];
-    remote_of(conn, ip, sizeof ip);
+    http_client_ip(conn, ip, sizeof ip, "");
     cp_audit_sets(e->remote, sizeof e->remote, ip);
     cp_audit_sets(e->action, sizeof e->action, action);
     cp_audit_sets(e->outcome, sizeof e->outcome, CP_AUDIT_OK);

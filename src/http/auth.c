@@ -512,11 +512,11 @@ static int password_ok(const char *password, const char *hash)
     return ok;
 }
 
-/* The client's address as text (the backoff's key). */
-static void client_ip(struct MHD_Connection *conn, char *out, size_t outlen)
+/* The client's address as text (the login backoff's key, the audit log's remote). */
+void http_client_ip(struct MHD_Connection *conn, char *out, size_t outlen, const char *unknown)
 {
-    snprintf(out, outlen, "?");
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(out, outlen, "%s", unknown);
+    const union MHD_ConnectionInfo *ci = conn ? MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS) : NULL;
     if (!ci || !ci->client_addr) return;
     const struct sockaddr *sa = ci->client_addr;
     if (sa->sa_family == AF_INET)
@@ -576,7 +576,7 @@ static int basic_login(cp_http *h, struct MHD_Connection *conn, const char *valu
         *colon = 0;
         const char *user = (const char *)dec, *password = colon + 1;
         char ip[INET6_ADDRSTRLEN + 1];
-        client_ip(conn, ip, sizeof ip);
+        http_client_ip(conn, ip, sizeof ip, "?"); /* unknown addresses share one backoff */
         if ((*retry = backoff_check(a, user, ip)) > 0) {
             OPENSSL_cleanse(dec, (size_t)n);
             free(dec);

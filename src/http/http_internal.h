@@ -237,6 +237,8 @@ int http_auth_check(cp_http *h, struct MHD_Connection *conn, const char *url, co
 /* Frees rq->who. */
 void http_auth_done(http_req *rq);
 /* 1 if the asker may see namespace ns (len bytes). */
+/* The client's address as text into out, `unknown` when there is none (auth.c). */
+void http_client_ip(struct MHD_Connection *conn, char *out, size_t outlen, const char *unknown);
 int http_who_sees(const http_who *w, const char *ns, size_t len);
 /* Limits f to the asker's namespaces (f->ns_in then points into w). */
 void http_who_dump_scope(const http_who *w, cp_dump_filter *f);

@@ -4,21 +4,11 @@
  */
 #include "model/cp_stacktree.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-static int fail(char *err, size_t errlen, int st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
+/* The reason into err (cp_set_err), and st. */
+#define fail(err, errlen, st, ...) (cp_set_err((err), (errlen), __VA_ARGS__), (st))
 
 /* ---- idle threads ---------------------------------------------------------------------- */
 

@@ -16,7 +16,6 @@
 #include "common/cp_map.h"
 #include "common/cp_strtab.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,17 +30,8 @@ void cp_stacktree_limits_default(cp_stacktree_limits *l)
     l->max_frame_bytes = 4096;
 }
 
-static int fail(char *err, size_t errlen, int st, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int st, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return st;
-}
+/* The reason into err (cp_set_err), and st. */
+#define fail(err, errlen, st, ...) (cp_set_err((err), (errlen), __VA_ARGS__), (st))
 
 static int64_t sat_add(int64_t a, int64_t b)
 {
@@ -225,12 +215,6 @@ int cp_stacktree_add(cp_stacktree *t, const cp_stack_frame *frames, size_t n, in
 
 /* ---- JSON ---------------------------------------------------------------------------- */
 
-static int put_field_n(cp_buf *out, const char *name, size_t n, int64_t v)
-{
-    int st = cp_buf_append(out, name, n);
-    return st != CP_OK ? st : cp_buf_put_i64(out, v);
-}
-#define put_field(out, lit, v) put_field_n((out), (lit), sizeof(lit) - 1, (v))
 
 /* What the output needs besides the nodes: calls per node and the children in order. */
 typedef struct layout {
@@ -321,12 +305,12 @@ static int layout_make(const cp_stacktree *t, layout *d)
 static int put_node_head(const cp_stacktree *t, const layout *d, cp_buf *out, uint32_t id)
 {
     const snode *x = &t->nodes[id];
-    int st = put_field(out, "{\"method\":", id ? (int64_t)x->frame : (int64_t)t->frames.n);
-    st = st ? st : put_field(out, ",\"total\":", x->total);
-    st = st ? st : put_field(out, ",\"self\":", x->self);
+    int st = cp_buf_put_field(out, "{\"method\":", id ? (int64_t)x->frame : (int64_t)t->frames.n);
+    st = st ? st : cp_buf_put_field(out, ",\"total\":", x->total);
+    st = st ? st : cp_buf_put_field(out, ",\"self\":", x->self);
     st = st ? st : cp_buf_puts(out, ",\"suspension\":0,\"self_suspension\":0");
-    st = st ? st : put_field(out, ",\"invocations\":", x->inv);
-    st = st ? st : put_field(out, ",\"calls\":", d->calls[id]);
+    st = st ? st : cp_buf_put_field(out, ",\"invocations\":", x->inv);
+    st = st ? st : cp_buf_put_field(out, ",\"calls\":", d->calls[id]);
     return st ? st : cp_buf_puts(out, ",\"first\":0,\"last\":0");
 }
 
@@ -382,9 +366,9 @@ static int put_json(const cp_stacktree *t, const layout *d, const char *label, i
     st = st ? st : cp_buf_puts(out, ",\"params\":[],\"calls\":[],\"root\":");
     st = st ? st : put_nodes(t, d, out);
     st = st ? st : cp_buf_puts(out, ",\"truncated\":false");
-    st = st ? st : put_field(out, ",\"nodes\":", (int64_t)cp_stacktree_nodes(t));
-    st = st ? st : put_field(out, ",\"start_ms\":", start_ms);
-    st = st ? st : put_field(out, ",\"end_ms\":", end_ms);
+    st = st ? st : cp_buf_put_field(out, ",\"nodes\":", (int64_t)cp_stacktree_nodes(t));
+    st = st ? st : cp_buf_put_field(out, ",\"start_ms\":", start_ms);
+    st = st ? st : cp_buf_put_field(out, ",\"end_ms\":", end_ms);
     st = st ? st : cp_buf_puts(out, ",\"sampled\":");
     st = st ? st : (sampled ? cp_buf_append(out, sampled, sampled_len) : cp_buf_puts(out, "{}"));
     return st ? st : cp_buf_putc(out, '}');

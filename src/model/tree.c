@@ -1152,13 +1152,6 @@ int cp_tree_add(cp_tree *t, const cp_blob *b, char *err, size_t errlen)
 
 /* ---- JSON --------------------------------------------------------------------------- */
 
-static int put_field_n(cp_buf *out, const char *name, size_t n, int64_t v)
-{
-    int st = cp_buf_append(out, name, n);
-    return st != CP_OK ? st : cp_buf_put_i64(out, v);
-}
-/* Field names are literals: their length is known at compile time. */
-#define put_field(out, lit, v) put_field_n((out), (lit), sizeof(lit) - 1, (v))
 
 /* Derived numbers of every node, computed once per output. */
 typedef struct derived {
@@ -1338,12 +1331,12 @@ static int put_value(const cp_tree *t, cp_buf *out, const tgroup *g)
     int st = cp_buf_puts(out, "{\"value\":");
     if (g->type == KEY_OTHER) st = st ? st : cp_json_str(out, "::other", 7);
     else st = st ? st : cp_json_str(out, g->vtext ? g->vtext : "", g->vstored);
-    st = st ? st : put_field(out, ",\"duration\":", g->dur);
-    st = st ? st : put_field(out, ",\"count\":", g->count);
+    st = st ? st : cp_buf_put_field(out, ",\"duration\":", g->dur);
+    st = st ? st : cp_buf_put_field(out, ",\"count\":", g->count);
     if (g->type == KEY_REF) st = st ? st : cp_buf_puts(out, ",\"unresolved\":true");
     if (g->type != KEY_OTHER && g->vchars > t->lim.trim_chars) {
         st = st ? st : cp_buf_puts(out, ",\"trimmed\":true");
-        st = st ? st : put_field(out, ",\"length\":", (int64_t)g->vchars);
+        st = st ? st : cp_buf_put_field(out, ",\"length\":", (int64_t)g->vchars);
     }
     if (g->ref_kind && g->type != KEY_OTHER)
         st = st ? st : cp_buf_printf(out, ",\"ref\":\"%u:%d:%d\"", g->ref_kind, (int)g->ref_file, (int)g->ref_offset);
@@ -1419,15 +1412,15 @@ static int put_params(const cp_tree *t, cp_buf *out, uint32_t ci)
 static int put_node_head(const cp_tree *t, const derived *d, cp_buf *out, const tnode *n, uint32_t id,
                          uint32_t method, int64_t start)
 {
-    int st = put_field(out, "{\"method\":", method);
-    st = st ? st : put_field(out, ",\"total\":", n->total);
-    st = st ? st : put_field(out, ",\"self\":", (int64_t)((uint64_t)n->total - (uint64_t)d->ctotal[id]));
-    st = st ? st : put_field(out, ",\"suspension\":", n->susp);
-    st = st ? st : put_field(out, ",\"self_suspension\":", (int64_t)((uint64_t)n->susp - (uint64_t)d->csusp[id]));
-    st = st ? st : put_field(out, ",\"invocations\":", n->inv);
-    st = st ? st : put_field(out, ",\"calls\":", d->calls[id]);
-    st = st ? st : put_field(out, ",\"first\":", (int64_t)((uint64_t)n->first - (uint64_t)start));
-    st = st ? st : put_field(out, ",\"last\":", (int64_t)((uint64_t)n->last - (uint64_t)start));
+    int st = cp_buf_put_field(out, "{\"method\":", method);
+    st = st ? st : cp_buf_put_field(out, ",\"total\":", n->total);
+    st = st ? st : cp_buf_put_field(out, ",\"self\":", (int64_t)((uint64_t)n->total - (uint64_t)d->ctotal[id]));
+    st = st ? st : cp_buf_put_field(out, ",\"suspension\":", n->susp);
+    st = st ? st : cp_buf_put_field(out, ",\"self_suspension\":", (int64_t)((uint64_t)n->susp - (uint64_t)d->csusp[id]));
+    st = st ? st : cp_buf_put_field(out, ",\"invocations\":", n->inv);
+    st = st ? st : cp_buf_put_field(out, ",\"calls\":", d->calls[id]);
+    st = st ? st : cp_buf_put_field(out, ",\"first\":", (int64_t)((uint64_t)n->first - (uint64_t)start));
+    st = st ? st : cp_buf_put_field(out, ",\"last\":", (int64_t)((uint64_t)n->last - (uint64_t)start));
     if (n->cont != NONE) st = st ? st : put_params(t, out, n->cont);
     return st;
 }
@@ -1500,9 +1493,9 @@ static int put_json(const cp_tree *t, const derived *d, const char *calls_json, 
         st = st ? st : put_tree(t, d, out, r, &t->nodes[r], t->nodes[r].method);
     }
     st = st ? st : cp_buf_puts(out, t->truncated ? ",\"truncated\":true" : ",\"truncated\":false");
-    st = st ? st : put_field(out, ",\"nodes\":", (int64_t)cp_tree_nodes(t));
-    st = st ? st : put_field(out, ",\"start_ms\":", t->calls ? t->start_ms : 0);
-    st = st ? st : put_field(out, ",\"end_ms\":", t->calls ? t->end_ms : 0);
+    st = st ? st : cp_buf_put_field(out, ",\"nodes\":", (int64_t)cp_tree_nodes(t));
+    st = st ? st : cp_buf_put_field(out, ",\"start_ms\":", t->calls ? t->start_ms : 0);
+    st = st ? st : cp_buf_put_field(out, ",\"end_ms\":", t->calls ? t->end_ms : 0);
     return st ? st : cp_buf_putc(out, '}');
 }
 

@@ -118,11 +118,8 @@ static int dec_fail(cp_cbt_dec *d, int status, uint64_t at, const char *fmt, ...
     d->status = status;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(d->err, sizeof d->err, fmt, ap);
+    cp_vset_err_at(d->err, sizeof d->err, at, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n < sizeof d->err)
-        snprintf(d->err + n, sizeof d->err - (size_t)n, " at offset %" PRIu64, at);
     return status;
 }
 
@@ -133,11 +130,8 @@ static int skipf(walk *w, size_t at, const char *fmt, ...)
     cp_cbt_dec *d = w->d;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(d->why, sizeof d->why, fmt, ap);
+    cp_vset_err_at(d->why, sizeof d->why, d->base + at, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n < sizeof d->why)
-        snprintf(d->why + n, sizeof d->why - (size_t)n, " at offset %" PRIu64, d->base + at);
     return SKIP;
 }
 

@@ -160,10 +160,8 @@ static int fail(cp_hprof_dec *d, int status, uint64_t at, const char *fmt, ...)
     d->status = status;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(d->err, sizeof d->err, fmt, ap);
+    cp_vset_err_at(d->err, sizeof d->err, at, fmt, ap);
     va_end(ap);
-    if (n < 0) n = 0;
-    if ((size_t)n < sizeof d->err) snprintf(d->err + n, sizeof d->err - (size_t)n, " at offset %" PRIu64, at);
     return status;
 }
 

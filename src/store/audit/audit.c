@@ -17,7 +17,6 @@
 #define DEFAULT_CONNS 2
 #define MAX_CONNS 16
 #define PRUNE_EVERY_MS ((int64_t)3600 * 1000) /* the retention pass, at most this often */
-#define LIST_MAX_PARAMS (8 + CP_AUDIT_FILTER_MAX_NS)
 
 struct cp_audit {
     char *catalog;
@@ -193,74 +192,23 @@ int cp_audit_prune(cp_audit *a, int64_t before_ms, uint64_t *removed, char *err,
 
 /* ---- listing ------------------------------------------------------------------------------ */
 
-/* The listing's WHERE clause, built with its parameters. */
-typedef struct list_q {
-    cp_buf sql;
-    cp_sql_val v[LIST_MAX_PARAMS];
-    size_t n;
-    int st;
-} list_q;
+_Static_assert(CP_SQLQ_MAX_PARAMS >= 8 + CP_AUDIT_FILTER_MAX_NS, "a filter's namespaces fit a query");
 
-/* Appends " AND <cond>" with cond's "?" as the placeholder of a new parameter x. */
-static void q_and(list_q *q, const char *cond, cp_sql_val x)
+static int list_sql(cp_sqlq *q, const cp_audit_filter *f)
 {
-    if (q->st != CP_OK) return;
-    if (q->n >= CP_ARRAY_LEN(q->v)) {
-        q->st = CP_ELIMIT;
-        return;
-    }
-    q->v[q->n++] = x;
-    q->st = cp_buf_puts(&q->sql, " AND ");
-    for (const char *c = cond; q->st == CP_OK && *c; c++)
-        q->st = *c == '?' ? cp_buf_printf(&q->sql, "$%zu", q->n) : cp_buf_putc(&q->sql, (uint8_t)*c);
-}
-
-/* " AND namespace IN (...)" of a limited reader; " AND 0 = 1" for one that sees none. */
-static void q_ns_in(list_q *q, const cp_audit_filter *f)
-{
-    if (q->st != CP_OK || !f->ns_limited) return;
-    if (f->nns_in > CP_AUDIT_FILTER_MAX_NS || q->n + f->nns_in > CP_ARRAY_LEN(q->v)) {
-        q->st = CP_ELIMIT;
-        return;
-    }
-    if (f->nns_in == 0) {
-        q->st = cp_buf_puts(&q->sql, " AND 0 = 1");
-        return;
-    }
-    q->st = cp_buf_puts(&q->sql, " AND namespace IN (");
-    for (size_t i = 0; q->st == CP_OK && i < f->nns_in; i++) {
-        q->v[q->n++] = cp_sql_text(f->ns_in[i]);
-        q->st = cp_buf_printf(&q->sql, "%s$%zu", i ? ", " : "", q->n);
-    }
-    if (q->st == CP_OK) q->st = cp_buf_putc(&q->sql, ')');
-}
-
-/* " AND (time_ms, id) < (ms, id)" spelled out: the entries after a page's last one. */
-static void q_keyset(list_q *q, int64_t ms, int64_t id)
-{
-    if (q->st != CP_OK) return;
-    if (q->n + 2 > CP_ARRAY_LEN(q->v)) {
-        q->st = CP_ELIMIT;
-        return;
-    }
-    q->v[q->n++] = cp_sql_i64(ms);
-    q->v[q->n++] = cp_sql_i64(id);
-    q->st = cp_buf_printf(&q->sql, " AND (time_ms < $%zu OR (time_ms = $%zu AND id < $%zu))", q->n - 1, q->n - 1,
-                          q->n);
-}
-
-static int list_sql(list_q *q, const cp_audit_filter *f)
-{
-    cp_buf_init(&q->sql);
-    q->n = 0;
+    cp_sqlq_init(q);
     q->st = cp_buf_puts(&q->sql, "SELECT id, time_ms, user_name, role, action, target, coalesce(namespace, ''),"
                                  " outcome, remote, detail FROM audit_log WHERE 1 = 1");
-    if (f->from_ms) q_and(q, "time_ms >= ?", cp_sql_i64(f->from_ms));
-    if (f->to_ms) q_and(q, "time_ms < ?", cp_sql_i64(f->to_ms));
-    if (f->action) q_and(q, "action = ?", cp_sql_text(f->action));
-    if (f->user) q_and(q, "user_name = ?", cp_sql_text(f->user));
-    q_ns_in(q, f);
-    if (f->before_id > 0) q_keyset(q, f->before_ms, f->before_id);
+    if (f->from_ms) cp_sqlq_and(q, "time_ms >= ?", cp_sql_i64(f->from_ms));
+    if (f->to_ms) cp_sqlq_and(q, "time_ms < ?", cp_sql_i64(f->to_ms));
+    if (f->action) cp_sqlq_and(q, "action = ?", cp_sql_text(f->action));
+    if (f->user) cp_sqlq_and(q, "user_name = ?", cp_sql_text(f->user));
+    /* entries without a namespace never match a limited reader: NULL is IN nothing */
+    cp_sqlq_in(q, "namespace", f->ns_limited, f->ns_in, f->nns_in, CP_AUDIT_FILTER_MAX_NS);
+    if (f->before_id > 0) { /* the entries after a page's last one */
+        cp_sql_val id = cp_sql_i64(f->before_id);
+        cp_sqlq_and2(q, "(time_ms < ? OR (time_ms = ? AND id < @))", cp_sql_i64(f->before_ms), &id);
+    }
     if (q->st == CP_OK) q->st = cp_buf_puts(&q->sql, " ORDER BY time_ms DESC, id DESC");
     if (q->st == CP_OK && f->limit) q->st = cp_buf_printf(&q->sql, " LIMIT %zu", f->limit);
     if (q->st == CP_OK) q->st = cp_buf_putc(&q->sql, 0);
@@ -301,7 +249,7 @@ static int on_entry(void *ud, const cp_sql_val *c, size_t n)
 int cp_audit_list(cp_audit *a, const cp_audit_filter *f, int (*fn)(void *ud, const cp_audit_entry *e), void *ud,
                   char *err, size_t errlen)
 {
-    list_q *q = calloc(1, sizeof *q); /* ~9 KiB of parameters: off the (HTTP thread's) stack */
+    cp_sqlq *q = calloc(1, sizeof *q); /* ~9 KiB of parameters: off the (HTTP thread's) stack */
     list_ctx *x = calloc(1, sizeof *x);
     int st = q && x ? list_sql(q, f) : CP_ENOMEM;
     if (st != CP_OK)

@@ -14,66 +14,20 @@
 
 /* ---- filters --------------------------------------------------------------------------- */
 
-typedef struct qb {
-    cp_buf sql;
-    cp_sql_val v[16 + CP_DUMP_FILTER_MAX_NS];
-    size_t n;
-    int st;
-} qb;
+_Static_assert(CP_SQLQ_MAX_PARAMS >= 16 + CP_DUMP_FILTER_MAX_NS, "a filter's namespaces fit a query");
 
-/* Appends " AND <cond>" where each '?' in cond is the placeholder of a and each '@'
- * that of b (b only when cond has an '@'). */
-static void qb_and2(qb *q, const char *cond, cp_sql_val a, const cp_sql_val *b)
+static void qb_filter(cp_sqlq *q, const cp_dump_filter *f)
 {
-    if (q->st != CP_OK) return;
-    if (q->n + 2 > CP_ARRAY_LEN(q->v)) {
-        q->st = CP_ELIMIT;
-        return;
-    }
-    size_t ia = ++q->n, ib = 0;
-    q->v[ia - 1] = a;
-    if (b) q->v[(ib = ++q->n) - 1] = *b;
-    q->st = cp_buf_puts(&q->sql, " AND ");
-    for (const char *c = cond; q->st == CP_OK && *c; c++)
-        q->st = *c == '?' ? cp_buf_printf(&q->sql, "$%zu", ia)
-              : *c == '@' && ib ? cp_buf_printf(&q->sql, "$%zu", ib)
-                                : cp_buf_putc(&q->sql, (uint8_t)*c);
-}
-
-static void qb_and(qb *q, const char *cond, cp_sql_val a) { qb_and2(q, cond, a, NULL); }
-
-/* " AND namespace IN (...)" of f's ns_limited set; " AND 0 = 1" when it is empty. */
-static void qb_ns_in(qb *q, const cp_dump_filter *f)
-{
-    if (q->st != CP_OK || !f->ns_limited) return;
-    if (f->nns_in > CP_DUMP_FILTER_MAX_NS || q->n + f->nns_in > CP_ARRAY_LEN(q->v)) {
-        q->st = CP_ELIMIT;
-        return;
-    }
-    if (f->nns_in == 0) {
-        q->st = cp_buf_puts(&q->sql, " AND 0 = 1");
-        return;
-    }
-    q->st = cp_buf_puts(&q->sql, " AND namespace IN (");
-    for (size_t i = 0; q->st == CP_OK && i < f->nns_in; i++) {
-        q->v[q->n++] = cp_sql_text(f->ns_in[i]);
-        q->st = cp_buf_printf(&q->sql, "%s$%zu", i ? ", " : "", q->n);
-    }
-    if (q->st == CP_OK) q->st = cp_buf_putc(&q->sql, ')');
-}
-
-static void qb_filter(qb *q, const cp_dump_filter *f)
-{
-    if (f->ns) qb_and(q, "namespace = ?", cp_sql_text(f->ns));
-    qb_ns_in(q, f);
-    if (f->service) qb_and(q, "service_name = ?", cp_sql_text(f->service));
-    if (f->pod) qb_and(q, "(pod_name = ? OR restart_pod = ?)", cp_sql_text(f->pod));
+    if (f->ns) cp_sqlq_and(q, "namespace = ?", cp_sql_text(f->ns));
+    cp_sqlq_in(q, "namespace", f->ns_limited, f->ns_in, f->nns_in, CP_DUMP_FILTER_MAX_NS);
+    if (f->service) cp_sqlq_and(q, "service_name = ?", cp_sql_text(f->service));
+    if (f->pod) cp_sqlq_and(q, "(pod_name = ? OR restart_pod = ?)", cp_sql_text(f->pod));
     if (f->kind) {
         const char *k = cp_dump_kind_name(f->kind);
-        qb_and(q, "dump_type = ?", cp_sql_text(k ? k : "?"));
+        cp_sqlq_and(q, "dump_type = ?", cp_sql_text(k ? k : "?"));
     }
-    if (f->from_ms) qb_and(q, "dir_time >= ?", cp_sql_i64(f->from_ms));
-    if (f->to_ms > 0) qb_and(q, "dir_time < ?", cp_sql_i64(f->to_ms));
+    if (f->from_ms) cp_sqlq_and(q, "dir_time >= ?", cp_sql_i64(f->from_ms));
+    if (f->to_ms > 0) cp_sqlq_and(q, "dir_time < ?", cp_sql_i64(f->to_ms));
 }
 
 /* ---- list / get ------------------------------------------------------------------------ */
@@ -106,13 +60,13 @@ int cp_dumps_list(cp_dumps *d, const cp_dump_filter *f, int (*fn)(void *ud, cons
      * the files listed (which takes a connection too) */
     for (;;) {
         size_t want = f->limit && left < LIST_CHUNK ? left : LIST_CHUNK;
-        qb q = {.st = CP_OK};
-        cp_buf_init(&q.sql);
-        cp_buf_puts(&q.sql, "SELECT " DUMPS_META_COLS " FROM dumps WHERE state = 'complete'");
+        cp_sqlq q;
+        cp_sqlq_init(&q);
+        q.st = cp_buf_puts(&q.sql, "SELECT " DUMPS_META_COLS " FROM dumps WHERE state = 'complete'");
         qb_filter(&q, f);
         if (before_id > 0) {
             cp_sql_val id = cp_sql_i64(before_id);
-            qb_and2(&q, "(dir_time < ? OR (dir_time = ? AND uuid < @))", cp_sql_i64(before_ms), &id);
+            cp_sqlq_and2(&q, "(dir_time < ? OR (dir_time = ? AND uuid < @))", cp_sql_i64(before_ms), &id);
         }
         if (q.st == CP_OK) q.st = cp_buf_printf(&q.sql, " ORDER BY dir_time DESC, uuid DESC LIMIT %zu", want);
         if (q.st == CP_OK) q.st = cp_buf_putc(&q.sql, 0);
@@ -218,9 +172,9 @@ static int sum_cmp(const void *a, const void *b)
 int cp_dumps_summary(cp_dumps *d, const cp_dump_filter *f, int (*fn)(void *ud, const cp_dump_sum *s), void *ud,
                      char *err, size_t errlen)
 {
-    qb q = {.st = CP_OK};
-    cp_buf_init(&q.sql);
-    cp_buf_puts(&q.sql,
+    cp_sqlq q;
+    cp_sqlq_init(&q);
+    q.st = cp_buf_puts(&q.sql,
                 "SELECT namespace, pod_name, dump_type, max(coalesce(restart_pod, '')),"
                 " max(coalesce(service_name, '')), max(restart_time), count(*), CAST(sum(bytes_size) AS bigint),"
                 " min(dir_time), max(dir_time), max(received_time) FROM dumps WHERE state = 'complete'");

@@ -1725,8 +1725,38 @@ typedef struct tr_get {
 } tr_get;
 
 /* Looks for the call in one row group. */
-static int get_rg(tiered_reader *tr, tr_open *o, size_t rg, tr_get *g)
+/* fn(tr, o, rg, ud) on the row groups of file t in order until *stop is set. A damaged
+ * local copy is fetched again once and the row group read again (as in search_file); a
+ * file gone from the store holds no call. */
+typedef int (*rg_fn)(tiered_reader *tr, tr_open *o, size_t rg, void *ud);
+
+static int each_row_group(tiered_reader *tr, const tr_file *t, rg_fn fn, void *ud, const int *stop)
 {
+    tr_open *o;
+    int st = file_open(tr, t->key, &o);
+    if (st == CP_ENOTFOUND) return CP_OK;
+    if (st != CP_OK) return st;
+    size_t nrg = cp_pq_reader_row_groups(o->pq);
+    int retried = 0;
+    for (size_t rg = 0; rg < nrg && !*stop; rg++) {
+        st = fn(tr, o, rg, ud);
+        if (st == CP_ECORRUPT && tr->cache_dir && !retried && !*stop) {
+            retried = 1;
+            st = reopen_damaged(tr, t, nrg, &o);
+            if (st == CP_ENOTFOUND) return CP_OK;
+            if (st != CP_OK) return st;
+            rg--; /* unsigned wrap-around at 0 is defined: the loop's ++ brings it back */
+            continue;
+        }
+        if (st != CP_OK) return st;
+    }
+    cp_cold_rows_release(o->rows);
+    return CP_OK;
+}
+
+static int get_rg(tiered_reader *tr, tr_open *o, size_t rg, void *ud)
+{
+    tr_get *g = ud;
     const cp_call_ref *ref = g->ref;
     int64_t lo, hi;
     if (stats_int(o->rows, o->pq, rg, CP_COLD_C_TIME, &lo, &hi) && (ref->ts_ms < lo || ref->ts_ms > hi)) return CP_OK;
@@ -1764,26 +1794,7 @@ static int get_rg(tiered_reader *tr, tr_open *o, size_t rg, tr_get *g)
 
 static int get_file(tiered_reader *tr, const tr_file *t, tr_get *g)
 {
-    tr_open *o;
-    int st = file_open(tr, t->key, &o);
-    if (st == CP_ENOTFOUND) return CP_OK;
-    if (st != CP_OK) return st;
-    size_t nrg = cp_pq_reader_row_groups(o->pq);
-    int retried = 0;
-    for (size_t rg = 0; rg < nrg && !g->found; rg++) {
-        st = get_rg(tr, o, rg, g);
-        if (st == CP_ECORRUPT && tr->cache_dir && !retried && !g->found) { /* see search_file */
-            retried = 1;
-            st = reopen_damaged(tr, t, nrg, &o);
-            if (st == CP_ENOTFOUND) return CP_OK;
-            if (st != CP_OK) return st;
-            rg--;
-            continue;
-        }
-        if (st != CP_OK) return st;
-    }
-    cp_cold_rows_release(o->rows);
-    return CP_OK;
+    return each_row_group(tr, t, get_rg, g, &g->found);
 }
 
 static int tr_get_call(cp_reader *base, const cp_call_ref *ref, int with_trace, cp_call_fn fn, void *ud)
@@ -1885,8 +1896,9 @@ static size_t many_match(const tr_many *m, const cp_call *c)
 
 /* Like get_rg for many refs: the time column, then the identity columns of the row group
  * only if a row has a wanted time, then every column only if a row is a wanted call. */
-static int many_rg(tiered_reader *tr, tr_open *o, size_t rg, tr_many *m)
+static int many_rg(tiered_reader *tr, tr_open *o, size_t rg, void *ud)
 {
+    tr_many *m = ud;
     int64_t lo, hi;
     if (stats_int(o->rows, o->pq, rg, CP_COLD_C_TIME, &lo, &hi) && !many_wants(m, lo, hi)) return CP_OK;
     int st = rows_read(tr, o, rg, CP_COLD_COL(CP_COLD_C_TIME));
@@ -1933,26 +1945,7 @@ static int many_rg(tiered_reader *tr, tr_open *o, size_t rg, tr_many *m)
 
 static int many_file(tiered_reader *tr, const tr_file *t, tr_many *m)
 {
-    tr_open *o;
-    int st = file_open(tr, t->key, &o);
-    if (st == CP_ENOTFOUND) return CP_OK;
-    if (st != CP_OK) return st;
-    size_t nrg = cp_pq_reader_row_groups(o->pq);
-    int retried = 0;
-    for (size_t rg = 0; rg < nrg && !m->stopped; rg++) {
-        st = many_rg(tr, o, rg, m);
-        if (st == CP_ECORRUPT && tr->cache_dir && !retried) { /* see search_file */
-            retried = 1;
-            st = reopen_damaged(tr, t, nrg, &o);
-            if (st == CP_ENOTFOUND) return CP_OK;
-            if (st != CP_OK) return st;
-            rg--;
-            continue;
-        }
-        if (st != CP_OK) return st;
-    }
-    cp_cold_rows_release(o->rows);
-    return CP_OK;
+    return each_row_group(tr, t, many_rg, m, &m->stopped);
 }
 
 /* The hot fallback copies the call and reports it after the hot reader's get returned:

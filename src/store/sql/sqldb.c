@@ -36,3 +36,48 @@ int cp_sqldb_lock(cp_sqldb *db, int32_t cls, int32_t key) { return db->ops->lock
 int cp_sqldb_broken(const cp_sqldb *db) { return db->ops->broken(db); }
 const char *cp_sqldb_errmsg(const cp_sqldb *db) { return db->err; }
 int cp_sqldb_retryable(const cp_sqldb *db) { return db->retryable; }
+
+/* ---- WHERE clauses (sqldb.h) ------------------------------------------------------------------ */
+
+void cp_sqlq_init(cp_sqlq *q)
+{
+    cp_buf_init(&q->sql);
+    q->n = 0;
+    q->st = CP_OK;
+}
+
+void cp_sqlq_and2(cp_sqlq *q, const char *cond, cp_sql_val a, const cp_sql_val *b)
+{
+    if (q->st != CP_OK) return;
+    if (q->n + 2 > CP_ARRAY_LEN(q->v)) {
+        q->st = CP_ELIMIT;
+        return;
+    }
+    size_t ia = ++q->n, ib = 0;
+    q->v[ia - 1] = a;
+    if (b) q->v[(ib = ++q->n) - 1] = *b;
+    q->st = cp_buf_puts(&q->sql, " AND ");
+    for (const char *c = cond; q->st == CP_OK && *c; c++)
+        q->st = *c == '?' ? cp_buf_printf(&q->sql, "$%zu", ia)
+              : *c == '@' && ib ? cp_buf_printf(&q->sql, "$%zu", ib)
+                                : cp_buf_putc(&q->sql, (uint8_t)*c);
+}
+
+void cp_sqlq_in(cp_sqlq *q, const char *column, int limited, const char *const *names, size_t n, size_t max)
+{
+    if (q->st != CP_OK || !limited) return;
+    if (n > max || q->n + n > CP_ARRAY_LEN(q->v)) {
+        q->st = CP_ELIMIT;
+        return;
+    }
+    if (n == 0) {
+        q->st = cp_buf_puts(&q->sql, " AND 0 = 1");
+        return;
+    }
+    q->st = cp_buf_printf(&q->sql, " AND %s IN (", column);
+    for (size_t i = 0; q->st == CP_OK && i < n; i++) {
+        q->v[q->n++] = cp_sql_text(names[i]);
+        q->st = cp_buf_printf(&q->sql, "%s$%zu", i ? ", " : "", q->n);
+    }
+    if (q->st == CP_OK) q->st = cp_buf_putc(&q->sql, ')');
+}

@@ -106,6 +106,29 @@ const char *cp_sqldb_errmsg(const cp_sqldb *db);
  * (PostgreSQL: a table dropped under the snapshot, a deadlock, a serialization failure). */
 int cp_sqldb_retryable(const cp_sqldb *db);
 
+/* ---- WHERE clauses built with their parameters (the dumps and audit lists) ------------------- */
+
+#define CP_SQLQ_MAX_PARAMS (16 + 256)
+
+/* sql grows by " AND ..." terms whose placeholders ($n) number v[0..n). The first error
+ * sticks in st (CP_ENOMEM; CP_ELIMIT past CP_SQLQ_MAX_PARAMS) and later calls do nothing.
+ * Start with cp_sqlq_init; the caller frees sql. */
+typedef struct cp_sqlq {
+    cp_buf sql;
+    cp_sql_val v[CP_SQLQ_MAX_PARAMS];
+    size_t n;
+    int st;
+} cp_sqlq;
+
+void cp_sqlq_init(cp_sqlq *q);
+/* " AND <cond>": each '?' in cond is the placeholder of a, each '@' that of b (only when b
+ * is given), e.g. "(time < ? OR (time = ? AND id < @))". */
+void cp_sqlq_and2(cp_sqlq *q, const char *cond, cp_sql_val a, const cp_sql_val *b);
+static inline void cp_sqlq_and(cp_sqlq *q, const char *cond, cp_sql_val a) { cp_sqlq_and2(q, cond, a, NULL); }
+/* " AND <column> IN (names...)" when limited (" AND 0 = 1" for no names; more than max:
+ * CP_ELIMIT); nothing when not limited. column is a trusted literal. */
+void cp_sqlq_in(cp_sqlq *q, const char *column, int limited, const char *const *names, size_t n, size_t max);
+
 /* ---- SQLite only: statements stepped directly, from the connection's cache ------------------- */
 
 struct sqlite3_stmt;

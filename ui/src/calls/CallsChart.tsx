@@ -5,10 +5,11 @@
 // dragging selects a time range that becomes the window. ←/→ move the window by 20 %,
 // ↑/↓ (+/−) zoom it, when the chart has focus.
 
-import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { StatsPoint } from '../lib/api';
 import { fmtCount, fmtDuration } from '../lib/format';
 import { fmtFull } from '../lib/time';
+import { useWidth } from '../lib/width';
 import { linearTicks, logTicks, timeTicks } from './chartScale';
 import { pauseAt, type PodPause } from './gcOverlay';
 
@@ -127,20 +128,11 @@ function nearest(points: StatsPoint[], g: Geo, mx: number, my: number): StatsPoi
 export function CallsChart(p: ChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const cv = useRef<HTMLCanvasElement>(null);
-  const [w, setW] = useState(0);
+  const w = useWidth(box);
   const [hover, setHover] = useState<{ pt: StatsPoint; x: number; y: number } | null>(null);
   const [gcHover, setGcHover] = useState<{ gp: PodPause; x: number; y: number } | null>(null);
   const [brush, setBrush] = useState<{ a: number; b: number } | null>(null);
   const drag = useRef<{ x0: number; moved: boolean } | null>(null);
-
-  useLayoutEffect(() => {
-    const el = box.current;
-    if (!el) return;
-    const ro = new ResizeObserver(() => setW(el.clientWidth));
-    ro.observe(el);
-    setW(el.clientWidth);
-    return () => ro.disconnect();
-  }, []);
 
   let maxD = 1;
   for (const pt of p.points) if (pt.duration_ms > maxD) maxD = pt.duration_ms;

@@ -9,9 +9,10 @@
 // cancelled, which stops both requests and keeps those rows. New filters cancel the old
 // requests (the loader and the stats effect are per filter set).
 
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { apiUrl, isAbort, type Call, type CallsStats, type StatsPoint } from '../lib/api';
 import { selectionFilter, useApp, type Selection } from '../lib/ctx';
+import { useWidth } from '../lib/width';
 import { fmtDuration } from '../lib/format';
 import { apiStream, type StreamProgress } from '../lib/stream';
 import { fmtListTs, fmtTs, serverNow } from '../lib/time';
@@ -69,19 +70,6 @@ function openMerged(ids: string[]): void {
     return;
   }
   window.open(`/tree?${ids.map((id) => `call=${encodeURIComponent(id)}`).join('&')}`, '_blank');
-}
-
-function useWidth(ref: { current: HTMLElement | null }): number {
-  const [w, setW] = useState(0);
-  useLayoutEffect(() => {
-    const el = ref.current;
-    if (!el) return;
-    const ro = new ResizeObserver(() => setW(el.clientWidth));
-    ro.observe(el);
-    setW(el.clientWidth);
-    return () => ro.disconnect();
-  }, []);
-  return w;
 }
 
 /** True once `running` has held for `ms` without `key` changing. */

@@ -5,10 +5,11 @@
 // to their span. ←/→ move, ↑/↓ zoom (the chart's own view, not the window); its lower edge
 // drags to resize it, and the Chart button hides it like the scatter.
 
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import type { Call } from '../lib/api';
 import { fmtDuration } from '../lib/format';
 import { fmtFull } from '../lib/time';
+import { useWidth } from '../lib/width';
 import { timeTicks } from './chartScale';
 import { cachedTitle } from './title';
 import { layoutBars, longest, selectionSpan, TIMELINE_MAX, type Bar } from './timeline';
@@ -22,7 +23,7 @@ export function TimelineChart({ calls, from, to, zone, selected, onPick }: {
 }) {
   const box = useRef<HTMLDivElement>(null);
   const cv = useRef<HTMLCanvasElement>(null);
-  const [w, setW] = useState(0);
+  const w = useWidth(box);
   const [view, setView] = useState<{ from: number; to: number } | null>(null);
   const [hover, setHover] = useState<{ bar: Bar; x: number; y: number } | null>(null);
   const drawn = useMemo(() => longest(calls), [calls, calls.length]);
@@ -32,15 +33,6 @@ export function TimelineChart({ calls, from, to, zone, selected, onPick }: {
   useEffect(() => { setView(selSpan); }, [selSpan?.from, selSpan?.to]);
   const v = view ?? { from, to };
   const h = TOP + Math.max(3, lanes) * LANE_H + AXIS;
-
-  useLayoutEffect(() => {
-    const el = box.current;
-    if (!el) return;
-    const ro = new ResizeObserver(() => setW(el.clientWidth));
-    ro.observe(el);
-    setW(el.clientWidth);
-    return () => ro.disconnect();
-  }, []);
 
   const pw = Math.max(1, w - ML - MR);
   const x = (t: number) => ML + ((t - v.from) / Math.max(1, v.to - v.from)) * pw;

@@ -6,9 +6,10 @@
 // it); `call_from`/`call_to` mark a call's span on the chart ("GC around this call" from
 // the call tree, ui.md §10.6).
 
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useMemo, useRef, useState } from 'preact/hooks';
 import { fetchGc } from '../calls/gcOverlay';
 import { resolveWindow, useApp } from '../lib/ctx';
+import { useWidth } from '../lib/width';
 import { fmtBytes, fmtCount, fmtDuration, shortPod } from '../lib/format';
 import { fmtFull, fmtOffset, fmtTs, offsetMin } from '../lib/time';
 import { buildUrl, setParams, type Route } from '../lib/url';
@@ -163,26 +164,13 @@ function kib(v: number | null): string {
   return v === null ? '' : fmtBytes(v * 1024);
 }
 
-function useWidth(ref: { current: HTMLElement | null }): number {
-  const [w, setW] = useState(900);
-  useEffect(() => {
-    const el = ref.current;
-    if (!el) return;
-    const ro = new ResizeObserver(() => setW(el.clientWidth || 900));
-    ro.observe(el);
-    setW(el.clientWidth || 900);
-    return () => ro.disconnect();
-  }, []);
-  return w;
-}
-
 const H = 300, ML = 56, MR = 64, MT = 10, MB = 26;
 
 /** Pauses as bars on the left axis (ms), heap lines on the right axis. Bars are binned per
  *  pixel column (the longest pause wins) so a week of GC logs stays a light SVG. */
 function GcChart({ pauses, zone, cpod, mark }: { pauses: GcPause[]; zone: string; cpod: string | null; mark: Span | null }) {
   const box = useRef<HTMLDivElement>(null);
-  const W = useWidth(box);
+  const W = useWidth(box, 900);
   const [hover, setHover] = useState<{ p: GcPause; x: number; y: number } | null>(null);
   const [drag, setDrag] = useState<{ a: number; b: number } | null>(null);
   const pw = Math.max(50, W - ML - MR);
